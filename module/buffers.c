@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Buffer memory, the handoff of closed buffers to the reader, and flushing.
+ *
+ * Each CPU owns a ring of nr_bufs buffers of chunk_size bytes (see the
+ * drawing above struct pt_cpu).  The writer fills them in order and
+ * publishes each closed one by advancing @produced; the reader copies
+ * closed buffers out and gives them back by advancing @consumed.  When the
+ * reader falls behind and the ring is full, the writer counts events as
+ * lost instead of overwriting: the stream never silently loses data.
+ *
+ * Flushing closes buffers that are only partly full, so that events reach
+ * the reader at a trickle too.  A CPU's open buffer may only be touched by
+ * that CPU, so a flush runs on each CPU that has something to flush, in an
+ * IPI (interrupts off there, like the writer) - the seed's ragged barrier.
+ * Offline CPUs run no writer; their buffers are flushed from here directly,
+ * under cpus_read_lock() so that they stay offline meanwhile.
+ */
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
+#include <linux/sched/clock.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "pagetrace.h"
+
+static void pt_wake(struct irq_work *work)
+{
+	struct pt_cpu *c = container_of(work, struct pt_cpu, wake);
+
+	wake_up_interruptible(&c->sess->wq);
+}
+
+int pt_buffers_alloc(struct pt_session *sess)
+{
+	unsigned int cpu;
+
+	sess->cpus = kcalloc(nr_cpu_ids, sizeof(*sess->cpus), GFP_KERNEL);
+	if (!sess->cpus)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		struct pt_cpu *c = &sess->cpus[cpu];
+
+		c->bufs = vmalloc_user((size_t)sess->nr_bufs * sess->chunk_size);
+		if (!c->bufs) {
+			pt_buffers_free(sess);
+			return -ENOMEM;
+		}
+		c->cpu = cpu;
+		c->sess = sess;
+		c->cap = (sess->chunk_size - sizeof(struct pagetrace_chunk)) /
+			 sizeof(u64);
+		init_irq_work(&c->wake, pt_wake);
+	}
+	return 0;
+}
+
+/* Called once no hook can run and no flush is pending. */
+void pt_buffers_free(struct pt_session *sess)
+{
+	unsigned int cpu;
+
+	if (!sess->cpus)
+		return;
+	for_each_possible_cpu(cpu) {
+		irq_work_sync(&sess->cpus[cpu].wake);
+		vfree(sess->cpus[cpu].bufs);
+	}
+	kfree(sess->cpus);
+	sess->cpus = NULL;
+}
+
+/*
+ * Close a CPU's open buffer if it holds events, or if losses wait to be
+ * reported (in a buffer of their own if none is open).  Runs on the CPU
+ * with interrupts off, or for an offline CPU from the flusher.
+ */
+static void pt_flush_one(struct pt_cpu *c)
+{
+	if (!c->chunk && c->lost && !pt_open_chunk(c, local_clock()))
+		return;
+	if (c->chunk && (c->len > 2 || c->lost))
+		pt_close_chunk(c, PAGETRACE_CHUNK_FLUSHED);
+}
+
+static void pt_flush_ipi(void *info)
+{
+	struct pt_session *sess = info;
+
+	pt_flush_one(&sess->cpus[smp_processor_id()]);
+}
+
+struct pt_missed {
+	struct pt_session	*sess;
+	unsigned long		count;
+};
+
+static void pt_add_missed_ipi(void *info)
+{
+	struct pt_missed *m = info;
+	struct pt_cpu *c = &m->sess->cpus[smp_processor_id()];
+
+	c->lost += m->count;
+	c->stats.lost += m->count;
+}
+
+/* Decide, on the flushing CPU, whether @cpu has anything to flush. */
+static bool pt_needs_flush(int cpu, void *info)
+{
+	struct pt_session *sess = info;
+	struct pt_cpu *c = &sess->cpus[cpu];
+
+	return READ_ONCE(c->chunk) && (READ_ONCE(c->len) > 2 ||
+				       READ_ONCE(c->lost));
+}
+
+/*
+ * The timer's variant: flush only buffers that stayed open for a whole
+ * period, so that a busy CPU, whose buffers fill up anyway, gets no IPI.
+ */
+static bool pt_needs_timed_flush(int cpu, void *info)
+{
+	struct pt_session *sess = info;
+	struct pt_cpu *c = &sess->cpus[cpu];
+	u64 seq = READ_ONCE(c->seq);
+	bool stale = seq == c->flushed_seq;
+
+	c->flushed_seq = seq;
+	return stale && pt_needs_flush(cpu, info);
+}
+
+/**
+ * pt_flush - close every CPU's partly filled buffer
+ * @sess: the session
+ * @all: every buffer with events (ioctl, stop), not only those the timer
+ *       saw open for a whole period
+ *
+ * May sleep.  Returns when every buffer open at the call is closed.
+ */
+void pt_flush(struct pt_session *sess, bool all)
+{
+	unsigned long missed;
+	unsigned int cpu;
+
+	mutex_lock(&sess->flush_lock);
+	cpus_read_lock();
+
+	/*
+	 * Hits the kprobe core dropped (a probe firing inside another on
+	 * the same CPU) are only counted globally.  Report them as lost on
+	 * the first online CPU, so that the stream's loss total stays exact;
+	 * the flush below then carries them out in that CPU's next chunk.
+	 */
+	missed = pt_hooks_missed();
+	if (missed != sess->missed_seen) {
+		struct pt_missed arg = {
+			.sess = sess,
+			.count = missed - sess->missed_seen,
+		};
+
+		sess->missed_seen = missed;
+		smp_call_function_single(cpumask_first(cpu_online_mask),
+					 pt_add_missed_ipi, &arg, true);
+	}
+
+	on_each_cpu_cond(all ? pt_needs_flush : pt_needs_timed_flush,
+			 pt_flush_ipi, sess, true);
+	for_each_possible_cpu(cpu) {
+		if (!cpu_online(cpu))
+			pt_flush_one(&sess->cpus[cpu]);
+	}
+
+	cpus_read_unlock();
+	mutex_unlock(&sess->flush_lock);
+}
+
+void pt_flush_work_fn(struct work_struct *work)
+{
+	struct pt_session *sess = container_of(to_delayed_work(work),
+					       struct pt_session, flush_work);
+
+	pt_flush(sess, false);
+	schedule_delayed_work(&sess->flush_work,
+			      msecs_to_jiffies(sess->flush_ms));
+}
+
+/*
+ * The reader's side.  Everything below runs under sess->read_lock.
+ */
+
+/* A closed chunk of @c not yet consumed, or NULL. */
+static struct pagetrace_chunk *pt_reader_peek(struct pt_session *sess,
+					      struct pt_cpu *c)
+{
+	u64 consumed = c->consumed;
+
+	/* Pairs with the release in pt_close_chunk(). */
+	if (consumed == smp_load_acquire(&c->produced))
+		return NULL;
+	return c->bufs + (consumed % sess->nr_bufs) * sess->chunk_size;
+}
+
+static void pt_reader_put(struct pt_cpu *c)
+{
+	/* Our copy of the chunk is done before the writer may reuse it. */
+	smp_store_release(&c->consumed, c->consumed + 1);
+}
+
+/* Pick the next CPU with a closed chunk, round-robin; false if none. */
+static bool pt_reader_get(struct pt_session *sess)
+{
+	unsigned int i;
+
+	for (i = 0; i < sess->nr_cpus; i++) {
+		int cpu = (sess->rd_next + i) % sess->nr_cpus;
+		struct pagetrace_chunk *ch;
+
+		if (!cpu_possible(cpu))
+			continue;
+		ch = pt_reader_peek(sess, &sess->cpus[cpu]);
+		if (!ch)
+			continue;
+		sess->rd_cpu = cpu;
+		sess->rd_off = 0;
+		sess->rd_len = sizeof(*ch) +
+			       le32_to_cpu(ch->nr_words) * sizeof(u64);
+		sess->rd_next = (cpu + 1) % sess->nr_cpus;
+		return true;
+	}
+	return false;
+}
+
+/* Whether a read() would find a chunk; for the wait queue. */
+bool pt_reader_ready(struct pt_session *sess)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct pt_cpu *c = &sess->cpus[cpu];
+
+		if (READ_ONCE(c->consumed) != smp_load_acquire(&c->produced))
+			return true;
+	}
+	return false;
+}
+
+/**
+ * pt_read_chunks - copy closed chunks to userspace
+ * @sess: the session, read_lock held
+ * @buf: user buffer
+ * @count: its size
+ *
+ * Copies whole and partial chunks without waiting; a chunk is given back
+ * to its writer once the last of its bytes is copied.
+ *
+ * Return: bytes copied (0 when no chunk is ready), or -EFAULT if @buf is
+ * bad before anything was copied.
+ */
+ssize_t pt_read_chunks(struct pt_session *sess, char __user *buf, size_t count)
+{
+	size_t done = 0;
+
+	lockdep_assert_held(&sess->read_lock);
+	while (done < count) {
+		struct pt_cpu *c;
+		void *src;
+		size_t n;
+
+		if (sess->rd_cpu < 0 && !pt_reader_get(sess))
+			break;
+		c = &sess->cpus[sess->rd_cpu];
+		src = c->bufs + (c->consumed % sess->nr_bufs) *
+		      sess->chunk_size + sess->rd_off;
+		n = min_t(size_t, count - done, sess->rd_len - sess->rd_off);
+		if (copy_to_user(buf + done, src, n))
+			return done ? done : -EFAULT;
+		done += n;
+		sess->rd_off += n;
+		if (sess->rd_off == sess->rd_len) {
+			pt_reader_put(c);
+			sess->rd_cpu = -1;
+		}
+	}
+	return done;
+}

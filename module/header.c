@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The stream header, built once when a session starts.
+ *
+ *   struct pagetrace_header            64 bytes
+ *   REC_RELEASE   utsname release      what kernel the PFNs belong to
+ *   REC_SESSION   nr_bufs, backend...  how the session was set up
+ *   REC_ZONE      one per populated zone, so decoders can map PFNs to
+ *                 nodes and zones without /proc
+ *   REC_END
+ *
+ * The three start times are read back to back with interrupts off, so they
+ * name the same instant to within a few hundred nanoseconds.
+ */
+#include <linux/irqflags.h>
+#include <linux/mmzone.h>
+#include <linux/sched/clock.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/utsname.h>
+
+#include "pagetrace.h"
+
+static size_t pt_rec_space(size_t payload)
+{
+	return sizeof(struct pagetrace_record) + ALIGN(payload, 8);
+}
+
+/* Append one record at *pos; the buffer is zeroed, so padding is too. */
+static void pt_rec_put(void **pos, u32 type, const void *payload, u32 size)
+{
+	struct pagetrace_record *rec = *pos;
+
+	rec->type = cpu_to_le32(type);
+	rec->size = cpu_to_le32(size);
+	if (size)
+		memcpy(rec + 1, payload, size);
+	*pos += pt_rec_space(size);
+}
+
+/*
+ * for_each_populated_zone() needs symbols modules cannot use; walk the
+ * online nodes' zone arrays instead.
+ */
+#define pt_for_each_zone(nid, zone)					\
+	for_each_online_node(nid)					\
+		for (zone = NODE_DATA(nid)->node_zones;			\
+		     zone < NODE_DATA(nid)->node_zones + MAX_NR_ZONES;	\
+		     zone++)						\
+			if (populated_zone(zone))
+
+static unsigned int pt_nr_zones(void)
+{
+	struct zone *zone;
+	unsigned int n = 0;
+	int nid;
+
+	pt_for_each_zone(nid, zone)
+		n++;
+	return n;
+}
+
+int pt_header_build(struct pt_session *sess)
+{
+	const char *release = utsname()->release;
+	struct pagetrace_rec_session info = {
+		.nr_bufs = cpu_to_le32(sess->nr_bufs),
+		.backend = cpu_to_le32(sess->backend),
+		.flush_ms = cpu_to_le32(sess->flush_ms),
+	};
+	struct pagetrace_header *h;
+	unsigned long flags;
+	struct zone *zone;
+	size_t size;
+	void *pos;
+	int nid;
+
+	/* Zones can come and go with memory hotplug: leave room for that. */
+	size = sizeof(*h) + pt_rec_space(strlen(release) + 1) +
+	       pt_rec_space(sizeof(info)) +
+	       (pt_nr_zones() + 4) * pt_rec_space(sizeof(struct pagetrace_rec_zone)) +
+	       pt_rec_space(0);
+	h = kzalloc(size, GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+
+	memcpy(h->magic, PAGETRACE_MAGIC, PAGETRACE_MAGIC_LEN);
+	h->version = cpu_to_le32(PAGETRACE_VERSION);
+	h->page_shift = cpu_to_le32(PAGE_SHIFT);
+	h->time_lost_bits = cpu_to_le32(PAGETRACE_TIME_LOST_BITS);
+	h->time_delta_bits = cpu_to_le32(PAGETRACE_TIME_DELTA_BITS);
+	h->nr_cpus = cpu_to_le32(sess->nr_cpus);
+	h->chunk_size = cpu_to_le32(sess->chunk_size);
+	h->flags = cpu_to_le32(sess->header_flags);
+
+	local_irq_save(flags);
+	h->start_ns = cpu_to_le64(local_clock());
+	h->start_mono_ns = cpu_to_le64(ktime_get_ns());
+	h->start_real_ns = cpu_to_le64(ktime_get_real_ns());
+	local_irq_restore(flags);
+
+	pos = h + 1;
+	pt_rec_put(&pos, PAGETRACE_REC_RELEASE, release, strlen(release) + 1);
+	pt_rec_put(&pos, PAGETRACE_REC_SESSION, &info, sizeof(info));
+	pt_for_each_zone(nid, zone) {
+		struct pagetrace_rec_zone z = {
+			.node = cpu_to_le32(zone_to_nid(zone)),
+			.zone = cpu_to_le32(zone_idx(zone)),
+			.start_pfn = cpu_to_le64(zone->zone_start_pfn),
+			.end_pfn = cpu_to_le64(zone_end_pfn(zone)),
+			.present_pages = cpu_to_le64(zone->present_pages),
+		};
+
+		if (pos + pt_rec_space(sizeof(z)) + pt_rec_space(0) >
+		    (void *)h + size)
+			break;
+		strscpy((char *)z.name, zone->name, sizeof(z.name));
+		pt_rec_put(&pos, PAGETRACE_REC_ZONE, &z, sizeof(z));
+	}
+	pt_rec_put(&pos, PAGETRACE_REC_END, NULL, 0);
+
+	sess->header = h;
+	sess->header_size = pos - (void *)h;
+	h->header_size = cpu_to_le32(sess->header_size);
+	return 0;
+}

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pagetrace: record every page the kernel allocates and frees.
+ *
+ * Module init/exit, the parameters, and the session lifecycle.  A session
+ * is one open of /dev/pagetrace: it allocates the buffers, builds the
+ * header, attaches the probes and starts the flush timer; stopping undoes
+ * that in reverse.  Probes are attached only while a session runs, so a
+ * loaded but idle module costs the allocator nothing.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <linux/workqueue.h>
+
+#include "pagetrace.h"
+
+struct pt_session __rcu *pt_live;
+
+unsigned int pt_buf_size = 64 << 10;
+unsigned int pt_nr_bufs = 16;
+unsigned int pt_flush_ms = 250;
+
+/*
+ * Parameters are read when a session starts; a change through
+ * /sys/module/pagetrace/parameters applies to the next session.  Each is
+ * range-checked when set, so a bad value fails insmod with a message that
+ * names the parameter and the allowed range.
+ */
+struct pt_uint_param {
+	unsigned int	*value;
+	unsigned int	min;
+	unsigned int	max;
+	unsigned int	step;	/* the value must be a multiple of this */
+};
+
+static int pt_param_set(const char *val, const struct kernel_param *kp)
+{
+	const struct pt_uint_param *p = kp->arg;
+	unsigned int v;
+
+	if (kstrtouint(val, 0, &v) || v < p->min || v > p->max ||
+	    v % p->step) {
+		pr_err("pagetrace: %s=%s is invalid: allowed %u..%u%s\n",
+		       kp->name, val, p->min, p->max,
+		       p->step > 1 ? ", a multiple of the page size" : "");
+		return -EINVAL;
+	}
+	WRITE_ONCE(*p->value, v);
+	return 0;
+}
+
+static int pt_param_get(char *buf, const struct kernel_param *kp)
+{
+	const struct pt_uint_param *p = kp->arg;
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*p->value));
+}
+
+static const struct kernel_param_ops pt_param_ops = {
+	.set = pt_param_set,
+	.get = pt_param_get,
+};
+
+static struct pt_uint_param pt_buf_size_param = {
+	&pt_buf_size, PAGE_SIZE, 16 << 20, PAGE_SIZE
+};
+module_param_cb(buf_size, &pt_param_ops, &pt_buf_size_param, 0644);
+MODULE_PARM_DESC(buf_size,
+		 "Bytes per buffer, chunk header included (default 65536)");
+
+static struct pt_uint_param pt_nr_bufs_param = { &pt_nr_bufs, 2, 4096, 1 };
+module_param_cb(nr_bufs, &pt_param_ops, &pt_nr_bufs_param, 0644);
+MODULE_PARM_DESC(nr_bufs, "Buffers per CPU (default 16)");
+
+static struct pt_uint_param pt_flush_ms_param = { &pt_flush_ms, 10, 500, 1 };
+module_param_cb(flush_ms, &pt_param_ops, &pt_flush_ms_param, 0644);
+MODULE_PARM_DESC(flush_ms,
+		 "Flush timer period in ms; events reach the reader within twice this (default 250)");
+
+/**
+ * pt_session_start - set up buffers, header and probes for a new session
+ * @out: the session, on success
+ *
+ * Called by open(); the device lets only one session exist at a time.
+ */
+int pt_session_start(struct pt_session **out)
+{
+	struct pt_session *sess;
+	int ret;
+
+	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	if (!sess)
+		return -ENOMEM;
+	sess->nr_cpus = nr_cpu_ids;
+	sess->chunk_size = READ_ONCE(pt_buf_size);
+	sess->nr_bufs = READ_ONCE(pt_nr_bufs);
+	sess->flush_ms = READ_ONCE(pt_flush_ms);
+	sess->backend = PAGETRACE_BACKEND_KPROBE;
+	sess->header_flags = PAGETRACE_CLOCK_LOCAL;
+	sess->rd_cpu = -1;
+	mutex_init(&sess->read_lock);
+	mutex_init(&sess->flush_lock);
+	mutex_init(&sess->state_lock);
+	init_waitqueue_head(&sess->wq);
+	INIT_DELAYED_WORK(&sess->flush_work, pt_flush_work_fn);
+
+	ret = pt_buffers_alloc(sess);
+	if (ret)
+		goto free_session;
+	/* The header's start time precedes every event. */
+	ret = pt_header_build(sess);
+	if (ret)
+		goto free_buffers;
+
+	rcu_assign_pointer(pt_live, sess);
+	ret = pt_hooks_register();
+	if (ret)
+		goto clear_live;
+	schedule_delayed_work(&sess->flush_work,
+			      msecs_to_jiffies(sess->flush_ms));
+	*out = sess;
+	return 0;
+
+clear_live:
+	RCU_INIT_POINTER(pt_live, NULL);
+	synchronize_rcu();
+	kfree(sess->header);
+free_buffers:
+	pt_buffers_free(sess);
+free_session:
+	kfree(sess);
+	return ret;
+}
+
+/**
+ * pt_session_stop - stop recording and close every buffer
+ * @sess: the session
+ *
+ * After it returns no event is added, and every event recorded is in a
+ * closed chunk (or counted as lost); readers get the rest, then EOF.
+ * Idempotent; may sleep.
+ */
+void pt_session_stop(struct pt_session *sess)
+{
+	mutex_lock(&sess->state_lock);
+	if (sess->stopped)
+		goto unlock;
+
+	/* Hooks still running finish on their own; new ones see NULL. */
+	RCU_INIT_POINTER(pt_live, NULL);
+	pt_hooks_unregister();
+	/* Also waits out handlers that read pt_live before it was cleared. */
+	synchronize_rcu();
+	cancel_delayed_work_sync(&sess->flush_work);
+	pt_flush(sess, true);
+
+	smp_store_release(&sess->stopped, true);
+	wake_up_interruptible(&sess->wq);
+unlock:
+	mutex_unlock(&sess->state_lock);
+}
+
+/* Free a stopped session; nothing may use it any more. */
+void pt_session_free(struct pt_session *sess)
+{
+	pt_buffers_free(sess);
+	kfree(sess->header);
+	kfree(sess);
+}
+
+static int __init pt_init(void)
+{
+	int ret;
+
+	/*
+	 * Attach and detach once, so that a kernel whose symbols we do not
+	 * know fails here, with the symbol named, not at the first open.
+	 */
+	ret = pt_hooks_register();
+	if (ret)
+		return ret;
+	pt_hooks_unregister();
+
+	return pt_device_register();
+}
+
+static void __exit pt_exit(void)
+{
+	/* The open file pins the module, so no session is left here. */
+	pt_device_unregister();
+}
+
+module_init(pt_init);
+module_exit(pt_exit);
+
+MODULE_AUTHOR("pagetrace developers");
+MODULE_DESCRIPTION("Trace every page allocation and free in the Go page trace format");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pagetrace internals shared by the module's files.
+ *
+ * Data flows one way:
+ *
+ *   hooks.c    the kernel's allocator paths -> pt_emit()
+ *   writer.c   pt_emit(): encode into this CPU's open buffer (the hot path)
+ *   buffers.c  buffer memory, the writer/reader handoff, flush, loss counts
+ *   header.c   the stream header built at session start
+ *   device.c   /dev/pagetrace: open (session start), read, ioctl, release
+ *   main.c     module init/exit, parameters, session start/stop
+ */
+#ifndef _PAGETRACE_INTERNAL_H
+#define _PAGETRACE_INTERNAL_H
+
+#include <linux/cache.h>
+#include <linux/irq_work.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include "../uapi/linux/pagetrace.h"
+
+/*
+ * struct pt_cpu - one CPU's buffers and the state of their handoff
+ *
+ * The CPU's nr_bufs buffers form a ring.  Each buffer is laid out exactly
+ * as a chunk of the stream, so the reader copies it out as it is:
+ *
+ *   bufs -> +--------------------+ buffer (produced + k) % nr_bufs
+ *           | pagetrace_chunk    |  32 bytes, filled when the buffer closes
+ *           | words[0] pid(cpu)  |
+ *           | words[1] sync(t)   |
+ *           | words[2..len) ...  |
+ *           +--------------------+  chunk_size bytes
+ *           | next buffer ...    |
+ *
+ *   consumed <= (buffers the reader holds) < produced <= open buffer
+ *
+ * Buffers [consumed, produced) are closed and belong to the reader; the
+ * buffer at produced, if @chunk is set, is being filled by the writer;
+ * the rest are free.  The writer may open a buffer only while
+ * produced - consumed < nr_bufs.
+ *
+ * Concurrency rules:
+ *  - Writer fields (@chunk ... @stats) are touched only by the owning CPU
+ *    with interrupts disabled (pt_emit() and the flush IPI), or by the
+ *    flusher while the CPU is offline and so cannot run a writer.  No lock.
+ *  - @produced is written only by the writer side, with smp_store_release()
+ *    after the chunk header and words are complete; the reader reads it with
+ *    smp_load_acquire() and then may read the chunk.
+ *  - @consumed is written only by the reader (under the session's
+ *    read_lock) with smp_store_release() after it has finished copying the
+ *    chunk; the writer reads it with smp_load_acquire() before it reuses
+ *    the buffer, so its stores cannot pass the reader's loads.
+ *  - @stats is written by the writer side and read racily (whole u64s) by
+ *    the stats ioctl.
+ */
+struct pt_cpu {
+	/* Writer side */
+	struct pagetrace_chunk	*chunk;		/* open buffer, NULL if none */
+	u64			*words;		/* chunk's words */
+	u32			len;		/* words used */
+	u32			cap;		/* words that fit */
+	u64			base;		/* time base of the last sync */
+	u64			seq;		/* seq of the next chunk to close */
+	u64			lost;		/* dropped since the last close */
+	u64			produced_w;	/* writer's copy of @produced */
+	u64			flushed_seq;	/* seq seen by the last timer tick */
+	struct pagetrace_cpu_stats stats;
+
+	/* Shared with the reader, each on its own cache line */
+	u64			produced ____cacheline_aligned_in_smp;
+	u64			consumed ____cacheline_aligned_in_smp;
+
+	/* Set up at session start, then read-only */
+	void			*bufs ____cacheline_aligned_in_smp;
+	unsigned int		cpu;
+	struct irq_work		wake;		/* wakes the reader, see pt_wake */
+	struct pt_session	*sess;
+};
+
+/*
+ * struct pt_session - one open of /dev/pagetrace
+ *
+ * @read_lock serialises readers of the one file (read(), the reader's
+ * position and every @consumed); @flush_lock serialises flushes (timer,
+ * ioctl, stop) so that two never touch an offline CPU's writer state at
+ * once; @state_lock serialises stopping.  @stopped is set with
+ * smp_store_release() after the last chunk is published, so a reader that
+ * sees it with smp_load_acquire() and then finds no chunk is at the end.
+ */
+struct pt_session {
+	struct pt_cpu		*cpus;		/* nr_cpu_ids entries */
+	unsigned int		nr_cpus;
+	unsigned int		nr_bufs;
+	unsigned int		chunk_size;
+	unsigned int		flush_ms;
+	unsigned int		backend;
+
+	void			*header;	/* the stream header */
+	unsigned int		header_size;
+	u32			header_flags;
+
+	/* Reader position, under read_lock */
+	struct mutex		read_lock;
+	u64			read_off;	/* bytes of the stream returned */
+	int			rd_cpu;		/* chunk being copied, or -1 */
+	u32			rd_off;		/* bytes of it copied */
+	u32			rd_len;		/* bytes it has */
+	int			rd_next;	/* next CPU to look at */
+
+	wait_queue_head_t	wq;		/* readers waiting for a chunk */
+	struct mutex		state_lock;	/* serialises stop */
+	bool			stopped;	/* no more chunks will come */
+
+	struct mutex		flush_lock;
+	struct delayed_work	flush_work;
+
+	unsigned long		missed_seen;	/* probe misses already counted */
+};
+
+/* main.c */
+extern unsigned int pt_buf_size;
+extern unsigned int pt_nr_bufs;
+extern unsigned int pt_flush_ms;
+int pt_session_start(struct pt_session **out);
+void pt_session_stop(struct pt_session *sess);
+void pt_session_free(struct pt_session *sess);
+
+/* writer.c */
+void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages);
+bool pt_open_chunk(struct pt_cpu *c, u64 now);
+void pt_close_chunk(struct pt_cpu *c, u16 flags);
+
+/* buffers.c */
+int pt_buffers_alloc(struct pt_session *sess);
+void pt_buffers_free(struct pt_session *sess);
+void pt_flush(struct pt_session *sess, bool all);
+void pt_flush_work_fn(struct work_struct *work);
+bool pt_reader_ready(struct pt_session *sess);
+ssize_t pt_read_chunks(struct pt_session *sess, char __user *buf, size_t count);
+
+/* header.c */
+int pt_header_build(struct pt_session *sess);
+
+/* hooks.c */
+int pt_hooks_register(void);
+void pt_hooks_unregister(void);
+unsigned long pt_hooks_missed(void);
+
+/* device.c */
+int pt_device_register(void);
+void pt_device_unregister(void);
+
+/*
+ * The live session as seen by the hooks.  Set before the probes are
+ * registered and cleared after they are gone; hooks run with preemption
+ * disabled, so synchronize_rcu() after clearing it waits them out.
+ */
+extern struct pt_session __rcu *pt_live;
+
+#endif /* _PAGETRACE_INTERNAL_H */

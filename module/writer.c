@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The hot path: encode one event into this CPU's open buffer.
+ *
+ * pt_emit() runs inside the allocator, in any context (task, softirq,
+ * hardirq), on the CPU where the event happened.  It takes no lock, allocates
+ * nothing and never sleeps.  The window in which it touches the CPU's writer
+ * state runs with interrupts disabled: an interrupt that frees a page in the
+ * middle of an encode would otherwise write into the same buffer between our
+ * read of @len and our store of it.  Disabling interrupts costs a few cycles
+ * and keeps the writer a plain sequence of loads and stores (no atomics);
+ * NMIs do not allocate pages.
+ *
+ * The clock is local_clock(): the cheapest clock comparable across CPUs
+ * (what perf and ftrace use by default), read with interrupts off so that
+ * one CPU's timestamps never go backwards within its stream.
+ */
+#include <linux/irq_work.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/clock.h>
+#include <linux/smp.h>
+#include <linux/string.h>
+
+#include "pagetrace.h"
+
+/* Time bases are kept in 128 ns steps, exactly what a sync word can hold. */
+static inline u64 pt_time_base(u64 now)
+{
+	return now & ~((1ULL << PAGETRACE_TIME_LOST_BITS) - 1);
+}
+
+/**
+ * pt_open_chunk - start filling the next free buffer of a CPU
+ * @c: the CPU, owned by the caller (interrupts off on that CPU, or offline)
+ * @now: the chunk's time base
+ *
+ * Return: false when every buffer is still held by the reader.
+ */
+bool pt_open_chunk(struct pt_cpu *c, u64 now)
+{
+	struct pt_session *sess = c->sess;
+	u64 consumed;
+
+	/* Pairs with the release in pt_reader_put(): the reader is done. */
+	consumed = smp_load_acquire(&c->consumed);
+	if (c->produced_w - consumed >= sess->nr_bufs)
+		return false;
+
+	c->chunk = c->bufs + (c->produced_w % sess->nr_bufs) * sess->chunk_size;
+	c->words = (u64 *)(c->chunk + 1);
+	c->base = pt_time_base(now);
+	c->words[0] = cpu_to_le64(pagetrace_pid_word(c->cpu));
+	c->words[1] = cpu_to_le64(pagetrace_sync_word(c->base));
+	c->len = 2;
+	return true;
+}
+
+/**
+ * pt_close_chunk - finish the open buffer and hand it to the reader
+ * @c: the CPU, owned by the caller as for pt_open_chunk()
+ * @flags: PAGETRACE_CHUNK_* to set, e.g. FLUSHED when closed early
+ */
+void pt_close_chunk(struct pt_cpu *c, u16 flags)
+{
+	struct pagetrace_chunk *ch = c->chunk;
+
+	memcpy(ch->magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
+	ch->cpu = cpu_to_le16(c->cpu);
+	ch->flags = cpu_to_le16(flags);
+	ch->nr_words = cpu_to_le32(c->len);
+	ch->reserved = 0;
+	ch->seq = cpu_to_le64(c->seq);
+	ch->lost = cpu_to_le64(c->lost);
+
+	c->stats.chunks++;
+	c->stats.bytes += sizeof(*ch) + c->len * sizeof(u64);
+	c->seq++;
+	c->lost = 0;
+	c->chunk = NULL;
+	c->produced_w++;
+	/* Publish the chunk's contents before its position; see pt_cpu. */
+	smp_store_release(&c->produced, c->produced_w);
+	/* Never wake the reader from here: we may hold allocator locks. */
+	irq_work_queue(&c->wake);
+}
+
+/*
+ * Make room for @need words in the open buffer, rotating to a fresh one
+ * when it is full.  A fresh buffer starts with pid + sync at @now.
+ */
+static bool pt_reserve(struct pt_cpu *c, u64 now, unsigned int need)
+{
+	if (likely(c->chunk && c->len + need <= c->cap))
+		return true;
+	if (c->chunk)
+		pt_close_chunk(c, 0);
+	return pt_open_chunk(c, now);
+}
+
+static void pt_write(struct pt_cpu *c, unsigned int type, unsigned long pfn,
+		     unsigned long npages)
+{
+	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
+	u64 now = local_clock();
+	u64 delta;
+
+	if (unlikely(!pt_reserve(c, now, need)))
+		goto lost;
+	/* A time before the base (clock skew after migration) is clamped. */
+	if (unlikely(now < c->base))
+		now = c->base;
+	delta = now - c->base;
+	if (unlikely(delta >= PAGETRACE_TIME_MAX_DELTA)) {
+		if (unlikely(!pt_reserve(c, now, need + 1)))
+			goto lost;
+		/* pt_reserve() may have opened a buffer based at now already. */
+		if (now - c->base >= PAGETRACE_TIME_MAX_DELTA) {
+			c->base = pt_time_base(now);
+			c->words[c->len++] =
+				cpu_to_le64(pagetrace_sync_word(c->base));
+		}
+		delta = now - c->base;
+	}
+
+	if (likely(need == 1)) {
+		c->words[c->len++] = cpu_to_le64(pagetrace_event_word(delta,
+							pfn, npages, type));
+	} else {
+		c->words[c->len++] = cpu_to_le64(
+			pagetrace_large_event_word(delta, pfn, type));
+		c->words[c->len++] = cpu_to_le64(npages);
+	}
+	c->stats.events++;
+	return;
+lost:
+	c->lost++;
+	c->stats.lost++;
+}
+
+/**
+ * pt_emit - record one event on this CPU
+ * @type: PAGETRACE_EV_ALLOC, _FREE or _RECLAIM
+ * @pfn: first page frame of the block
+ * @npages: pages in the block
+ *
+ * Called from the hooks with preemption disabled (kprobe, kretprobe and
+ * tracepoint handlers all run so), which is also our RCU read side.
+ */
+void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
+{
+	struct pt_session *sess = rcu_dereference_sched(pt_live);
+	unsigned long flags;
+
+	if (unlikely(!sess))
+		return;
+	local_irq_save(flags);
+	pt_write(&sess->cpus[raw_smp_processor_id()], type, pfn, npages);
+	local_irq_restore(flags);
+}

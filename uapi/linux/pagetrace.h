@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * pagetrace: the v1 stream format, the /dev/pagetrace ioctls, and the
+ * word encode/decode helpers shared by the kernel module and userspace.
+ *
+ * This header is the one contract between the module and its readers.  It
+ * depends on nothing but <linux/types.h> and <linux/ioctl.h>.
+ *
+ * All integers in the stream are little-endian.
+ *
+ * The stream
+ * ==========
+ *
+ *   +---------------------------+  offset 0
+ *   | struct pagetrace_header   |  64 bytes, fixed
+ *   +---------------------------+  offset 64
+ *   | header records            |  struct pagetrace_record + payload, each
+ *   |   ...                     |  8-byte aligned, up to header_size; a
+ *   |   PAGETRACE_REC_END       |  record of type END (or the end of the
+ *   +---------------------------+  header) stops the list.  offset header_size
+ *   | chunk                     |
+ *   |   pagetrace_chunk (32 B)  |
+ *   |   nr_words x __u64        |
+ *   +---------------------------+
+ *   | chunk ...                 |  until end of file
+ *   +---------------------------+
+ *
+ * A chunk is one per-CPU buffer's worth of words.  Chunks of one CPU appear
+ * in seq order; chunks of different CPUs interleave in no particular order.
+ *
+ * The words (bit for bit the Go runtime's page trace, with a PFN where Go
+ * has an address):
+ *
+ *   event:  [63..48 time delta][47..13 pfn][12..3 npages][2 large][1..0 type]
+ *           type 1 alloc, 2 free, 3 reclaim (Go's "scavenge").
+ *           time delta = (t - base) >> 7, base from the last sync word.
+ *           large = 1 when npages >= 1024: the npages field is 0 and the next
+ *           word holds npages.
+ *   sync:   [63..3 t >> 7][2 0][1..0 0]        t = new time base in ns
+ *   pid:    [63..3 id][2 1][1..0 0]            id = cpu at the start of a
+ *                                              chunk; with bit 60 of id set,
+ *                                              a task record (tgid in the
+ *                                              low bits)
+ *
+ * Every chunk starts with a pid word (its cpu) and a sync word.  A new sync
+ * word follows whenever t - base reaches 2^23 ns.
+ */
+#ifndef _UAPI_LINUX_PAGETRACE_H
+#define _UAPI_LINUX_PAGETRACE_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define PAGETRACE_VERSION		1
+#define PAGETRACE_MAGIC			"PGTRACE"	/* 8 bytes with the NUL */
+#define PAGETRACE_MAGIC_LEN		8
+#define PAGETRACE_CHUNK_MAGIC		"PTCK"		/* 4 bytes, no NUL */
+#define PAGETRACE_CHUNK_MAGIC_LEN	4
+
+/* Header flags, bits 3..0: the trace clock. */
+#define PAGETRACE_CLOCK_MASK		0xfU
+#define PAGETRACE_CLOCK_LOCAL		0U	/* local_clock() */
+#define PAGETRACE_CLOCK_MONOTONIC	1U	/* CLOCK_MONOTONIC */
+/* Header flags: chunks were overwritten (flight recorder); seq gaps expected. */
+#define PAGETRACE_FLAG_OVERWRITE	(1U << 4)
+/* Header flags: snapshot chunks of the memory map at start follow. */
+#define PAGETRACE_FLAG_SNAPSHOT		(1U << 5)
+/* Header flags: chunks may carry task records. */
+#define PAGETRACE_FLAG_TASKS		(1U << 6)
+
+/**
+ * struct pagetrace_header - the first 64 bytes of every stream
+ * @magic: "PGTRACE\0"
+ * @version: PAGETRACE_VERSION
+ * @header_size: bytes before the first chunk; a multiple of 8, at least 64
+ * @page_shift: log2 of the page size (12 on x86-64)
+ * @time_lost_bits: low bits of a time dropped in a word (7)
+ * @time_delta_bits: width of an event's time delta (16)
+ * @nr_cpus: every chunk's cpu is below this
+ * @start_ns: session start on the trace clock
+ * @start_mono_ns: CLOCK_MONOTONIC at that same instant
+ * @start_real_ns: CLOCK_REALTIME at that same instant
+ * @chunk_size: bytes of one full per-CPU buffer, its chunk header included
+ * @flags: PAGETRACE_CLOCK_* in bits 3..0, PAGETRACE_FLAG_* above
+ */
+struct pagetrace_header {
+	__u8	magic[PAGETRACE_MAGIC_LEN];
+	__u32	version;
+	__u32	header_size;
+	__u32	page_shift;
+	__u32	time_lost_bits;
+	__u32	time_delta_bits;
+	__u32	nr_cpus;
+	__u64	start_ns;
+	__u64	start_mono_ns;
+	__u64	start_real_ns;
+	__u32	chunk_size;
+	__u32	flags;
+};
+
+/*
+ * Header records follow struct pagetrace_header.  Each is a
+ * struct pagetrace_record and @size bytes of payload, padded with zeroes to
+ * a multiple of 8.  Readers skip types they do not know.
+ */
+struct pagetrace_record {
+	__u32	type;
+	__u32	size;		/* payload bytes, padding excluded */
+};
+
+#define PAGETRACE_REC_END	0	/* no payload; the rest of the header is padding */
+#define PAGETRACE_REC_RELEASE	1	/* utsname release, NUL-terminated */
+#define PAGETRACE_REC_ZONE	2	/* struct pagetrace_rec_zone */
+#define PAGETRACE_REC_SESSION	3	/* struct pagetrace_rec_session */
+
+/**
+ * struct pagetrace_rec_zone - one populated zone of one node
+ * @node: NUMA node id
+ * @zone: zone index within the node (ZONE_DMA = 0 ...)
+ * @start_pfn: first PFN the zone spans
+ * @end_pfn: one past the last PFN it spans
+ * @present_pages: pages physically present in that span
+ * @name: zone name ("DMA", "DMA32", "Normal", "Movable" ...), NUL-padded
+ */
+struct pagetrace_rec_zone {
+	__u32	node;
+	__u32	zone;
+	__u64	start_pfn;
+	__u64	end_pfn;
+	__u64	present_pages;
+	__u8	name[16];
+};
+
+/* Hook backends, struct pagetrace_rec_session.backend */
+#define PAGETRACE_BACKEND_KPROBE	0
+#define PAGETRACE_BACKEND_TRACEPOINT	1
+
+/**
+ * struct pagetrace_rec_session - how the session was set up
+ * @nr_bufs: buffers per CPU
+ * @backend: PAGETRACE_BACKEND_*
+ * @flush_ms: period of the flush timer
+ * @reserved: 0
+ */
+struct pagetrace_rec_session {
+	__u32	nr_bufs;
+	__u32	backend;
+	__u32	flush_ms;
+	__u32	reserved[5];
+};
+
+/* Chunk flags */
+#define PAGETRACE_CHUNK_FLUSHED		(1U << 0)	/* closed early by a flush */
+#define PAGETRACE_CHUNK_SNAPSHOT	(1U << 1)	/* memory map at session start */
+
+/**
+ * struct pagetrace_chunk - the 32-byte header of every chunk
+ * @magic: "PTCK"
+ * @cpu: the CPU whose events these are
+ * @flags: PAGETRACE_CHUNK_*
+ * @nr_words: 64-bit words after this header
+ * @reserved: 0
+ * @seq: per-CPU chunk number: 0, 1, 2 ... (snapshot chunks: 0, not counted)
+ * @lost: events this CPU dropped since its previous chunk
+ */
+struct pagetrace_chunk {
+	__u8	magic[PAGETRACE_CHUNK_MAGIC_LEN];
+	__u16	cpu;
+	__u16	flags;
+	__u32	nr_words;
+	__u32	reserved;
+	__u64	seq;
+	__u64	lost;
+};
+
+/* Word layout */
+#define PAGETRACE_TIME_LOST_BITS	7
+#define PAGETRACE_TIME_DELTA_BITS	16
+#define PAGETRACE_TIME_MAX_DELTA	(1ULL << (PAGETRACE_TIME_LOST_BITS + \
+						  PAGETRACE_TIME_DELTA_BITS))
+
+#define PAGETRACE_EV_SYNC	0
+#define PAGETRACE_EV_ALLOC	1
+#define PAGETRACE_EV_FREE	2
+#define PAGETRACE_EV_RECLAIM	3
+
+#define PAGETRACE_TYPE_MASK	0x3ULL
+#define PAGETRACE_LARGE		(1ULL << 2)	/* events: npages in next word */
+#define PAGETRACE_IS_PID	(1ULL << 2)	/* sync words: a pid record */
+#define PAGETRACE_NPAGES_SHIFT	3
+#define PAGETRACE_NPAGES_BITS	10
+#define PAGETRACE_NPAGES_MAX	((1ULL << PAGETRACE_NPAGES_BITS) - 1)
+#define PAGETRACE_PFN_SHIFT	13
+#define PAGETRACE_PFN_BITS	35
+#define PAGETRACE_PFN_MAX	((1ULL << PAGETRACE_PFN_BITS) - 1)
+#define PAGETRACE_DELTA_SHIFT	(64 - PAGETRACE_TIME_DELTA_BITS)
+#define PAGETRACE_ID_SHIFT	3
+/* A pid record whose id has this bit is a task record, tgid in bits 31..0. */
+#define PAGETRACE_ID_TASK	(1ULL << 60)
+
+/* Encoders.  t and base are ns on the trace clock, t >= base. */
+static __inline__ __u64 pagetrace_sync_word(__u64 t)
+{
+	return (t >> PAGETRACE_TIME_LOST_BITS) << PAGETRACE_ID_SHIFT;
+}
+
+static __inline__ __u64 pagetrace_pid_word(__u64 id)
+{
+	return (id << PAGETRACE_ID_SHIFT) | PAGETRACE_IS_PID;
+}
+
+/*
+ * The first word of an event; npages must be below 1024, else use
+ * pagetrace_large_event_word() and follow it with a word holding npages.
+ */
+static __inline__ __u64 pagetrace_event_word(__u64 delta, __u64 pfn,
+					     __u64 npages, __u64 type)
+{
+	return ((delta >> PAGETRACE_TIME_LOST_BITS) << PAGETRACE_DELTA_SHIFT) |
+	       ((pfn & PAGETRACE_PFN_MAX) << PAGETRACE_PFN_SHIFT) |
+	       (npages << PAGETRACE_NPAGES_SHIFT) | type;
+}
+
+static __inline__ __u64 pagetrace_large_event_word(__u64 delta, __u64 pfn,
+						   __u64 type)
+{
+	return pagetrace_event_word(delta, pfn, 0, type) | PAGETRACE_LARGE;
+}
+
+/* Decoders */
+static __inline__ unsigned int pagetrace_word_type(__u64 w)
+{
+	return (unsigned int)(w & PAGETRACE_TYPE_MASK);
+}
+
+static __inline__ int pagetrace_word_is_pid(__u64 w)
+{
+	return (w & (PAGETRACE_TYPE_MASK | PAGETRACE_IS_PID)) == PAGETRACE_IS_PID;
+}
+
+/* The id of a pid word, or the time base (ns, 128 ns steps) of a sync word. */
+static __inline__ __u64 pagetrace_word_id(__u64 w)
+{
+	return w >> PAGETRACE_ID_SHIFT;
+}
+
+static __inline__ __u64 pagetrace_word_sync_ns(__u64 w)
+{
+	return (w >> PAGETRACE_ID_SHIFT) << PAGETRACE_TIME_LOST_BITS;
+}
+
+static __inline__ __u64 pagetrace_word_delta_ns(__u64 w)
+{
+	return (w >> PAGETRACE_DELTA_SHIFT) << PAGETRACE_TIME_LOST_BITS;
+}
+
+static __inline__ __u64 pagetrace_word_pfn(__u64 w)
+{
+	return (w >> PAGETRACE_PFN_SHIFT) & PAGETRACE_PFN_MAX;
+}
+
+/* npages of an event word; 0 when large (the next word holds it). */
+static __inline__ __u64 pagetrace_word_npages(__u64 w)
+{
+	return (w >> PAGETRACE_NPAGES_SHIFT) & PAGETRACE_NPAGES_MAX;
+}
+
+static __inline__ int pagetrace_word_is_large(__u64 w)
+{
+	return (w & PAGETRACE_LARGE) != 0;
+}
+
+/*
+ * ioctls on /dev/pagetrace
+ * ========================
+ */
+#define PAGETRACE_IOC_MAGIC	0xB9
+
+/**
+ * struct pagetrace_info - PAGETRACE_IOC_INFO: the session's geometry
+ * @version: PAGETRACE_VERSION
+ * @header_size: bytes of the stream header
+ * @chunk_size: bytes of one per-CPU buffer (chunk header included)
+ * @nr_bufs: buffers per CPU
+ * @nr_cpus: CPU ids are below this
+ * @page_shift: log2 of the page size
+ * @flags: the header's flags
+ * @flush_ms: flush timer period
+ * @backend: PAGETRACE_BACKEND_*
+ * @reserved: 0
+ */
+struct pagetrace_info {
+	__u32	version;
+	__u32	header_size;
+	__u32	chunk_size;
+	__u32	nr_bufs;
+	__u32	nr_cpus;
+	__u32	page_shift;
+	__u32	flags;
+	__u32	flush_ms;
+	__u32	backend;
+	__u32	reserved[7];
+};
+
+/**
+ * struct pagetrace_cpu_stats - one CPU's counters in this session
+ * @events: events written to buffers
+ * @lost: events dropped (no free buffer, or missed by a probe)
+ * @chunks: chunks completed (full or flushed)
+ * @bytes: bytes of those chunks, chunk headers included
+ * @reserved: 0
+ */
+struct pagetrace_cpu_stats {
+	__u64	events;
+	__u64	lost;
+	__u64	chunks;
+	__u64	bytes;
+	__u64	reserved[4];
+};
+
+/**
+ * struct pagetrace_stats - PAGETRACE_IOC_STATS argument
+ * @cpus: user pointer to an array of struct pagetrace_cpu_stats
+ * @nr_cpus: in, entries in that array; out, entries filled (nr_cpus of info)
+ * @reserved0: 0
+ * @probe_missed: hits the kernel's probe core dropped (counted in lost too)
+ * @reserved: 0
+ */
+struct pagetrace_stats {
+	__u64	cpus;
+	__u32	nr_cpus;
+	__u32	reserved0;
+	__u64	probe_missed;
+	__u64	reserved[5];
+};
+
+#define PAGETRACE_IOC_INFO	_IOR(PAGETRACE_IOC_MAGIC, 0x01, struct pagetrace_info)
+/* Close every CPU's partly filled buffer now (a ragged barrier). */
+#define PAGETRACE_IOC_FLUSH	_IO(PAGETRACE_IOC_MAGIC, 0x02)
+#define PAGETRACE_IOC_STATS	_IOWR(PAGETRACE_IOC_MAGIC, 0x03, struct pagetrace_stats)
+/*
+ * Stop recording: detach the probes and flush every buffer.  read() then
+ * returns what is left and 0 (end of file) after it.
+ */
+#define PAGETRACE_IOC_STOP	_IO(PAGETRACE_IOC_MAGIC, 0x04)
+
+#endif /* _UAPI_LINUX_PAGETRACE_H */
