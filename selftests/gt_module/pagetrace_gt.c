@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pagetrace_gt: ground truth for the pagetrace selftests.
+ *
+ * Allocates and frees pages through every entry point of the page
+ * allocator, and reports what it did: for each block, the operation, the
+ * PFN, the number of pages, and a window [t0, t1] on local_clock() (the
+ * trace clock) around the call.  The test then asks the trace for exactly
+ * one matching event inside each window.
+ *
+ *   echo OP > /sys/kernel/debug/pagetrace_gt/run     run one group of ops
+ *   cat /sys/kernel/debug/pagetrace_gt/run           read its report
+ *
+ * Report lines:
+ *   <op> <alloc|free> pfn=<pfn> npages=<n> t0=<ns> t1=<ns>
+ *   <op> skip <reason>         the allocation itself failed (no memory)
+ *
+ * The test pins itself to one CPU, so that the window and the event are
+ * taken on one CPU's clock.
+ */
+#include <linux/debugfs.h>
+#include <linux/gfp.h>
+#include <linux/kernel.h>
+#include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/pagemap.h>
+#include <linux/sched/clock.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#define GT_REPORT_SIZE	(64 << 10)
+
+static DEFINE_MUTEX(gt_lock);		/* guards the report */
+static char *gt_report;
+static size_t gt_len;
+static struct dentry *gt_dir;
+
+static __printf(1, 2) void gt_line(const char *fmt, ...)
+{
+	va_list args;
+
+	va_start(args, fmt);
+	gt_len += vscnprintf(gt_report + gt_len, GT_REPORT_SIZE - gt_len,
+			     fmt, args);
+	va_end(args);
+}
+
+static void gt_event(const char *op, const char *ev, unsigned long pfn,
+		     unsigned long npages, u64 t0, u64 t1)
+{
+	gt_line("%s %s pfn=%lu npages=%lu t0=%llu t1=%llu\n", op, ev, pfn,
+		npages, t0, t1);
+}
+
+static void gt_skip(const char *op, const char *why)
+{
+	gt_line("%s skip %s\n", op, why);
+}
+
+static unsigned long gt_virt_to_pfn(void *addr)
+{
+	return page_to_pfn(virt_to_page(addr));
+}
+
+/* Run a statement inside a clock window named t0/t1. */
+#define GT_TIMED(stmt) do { t0 = local_clock(); stmt; t1 = local_clock(); } while (0)
+
+static void gt_pages(const char *op, gfp_t gfp, unsigned int order)
+{
+	struct page *page;
+	u64 t0, t1;
+
+	GT_TIMED(page = alloc_pages(gfp | __GFP_NOWARN, order));
+	if (!page)
+		return gt_skip(op, "alloc_pages failed");
+	gt_event(op, "alloc", page_to_pfn(page), 1UL << order, t0, t1);
+	GT_TIMED(__free_pages(page, order));
+	gt_event(op, "free", page_to_pfn(page), 1UL << order, t0, t1);
+}
+
+static void gt_get_free_pages(const char *op)
+{
+	unsigned long addr;
+	u64 t0, t1;
+
+	GT_TIMED(addr = __get_free_pages(GFP_KERNEL, 2));
+	if (!addr)
+		return gt_skip(op, "__get_free_pages failed");
+	gt_event(op, "alloc", gt_virt_to_pfn((void *)addr), 4, t0, t1);
+	GT_TIMED(free_pages(addr, 2));
+	gt_event(op, "free", gt_virt_to_pfn((void *)addr), 4, t0, t1);
+
+	GT_TIMED(addr = __get_free_page(GFP_KERNEL));
+	if (!addr)
+		return gt_skip(op, "__get_free_page failed");
+	gt_event(op, "alloc", gt_virt_to_pfn((void *)addr), 1, t0, t1);
+	GT_TIMED(free_page(addr));
+	gt_event(op, "free", gt_virt_to_pfn((void *)addr), 1, t0, t1);
+
+	GT_TIMED(addr = get_zeroed_page(GFP_KERNEL));
+	if (!addr)
+		return gt_skip(op, "get_zeroed_page failed");
+	gt_event(op, "alloc", gt_virt_to_pfn((void *)addr), 1, t0, t1);
+	GT_TIMED(free_page(addr));
+	gt_event(op, "free", gt_virt_to_pfn((void *)addr), 1, t0, t1);
+}
+
+/* Only the last reference frees: exactly one free event, at the last put. */
+static void gt_page_put(const char *op)
+{
+	struct page *page;
+	u64 t0, t1;
+
+	GT_TIMED(page = alloc_page(GFP_KERNEL));
+	if (!page)
+		return gt_skip(op, "alloc_page failed");
+	gt_event(op, "alloc", page_to_pfn(page), 1, t0, t1);
+	get_page(page);
+	put_page(page);
+	GT_TIMED(put_page(page));
+	gt_event(op, "free", page_to_pfn(page), 1, t0, t1);
+}
+
+static void gt_folio(const char *op, unsigned int order)
+{
+	struct folio *folio;
+	u64 t0, t1;
+
+	GT_TIMED(folio = folio_alloc(GFP_KERNEL | __GFP_NOWARN, order));
+	if (!folio)
+		return gt_skip(op, "folio_alloc failed");
+	gt_event(op, "alloc", folio_pfn(folio), 1UL << order, t0, t1);
+	GT_TIMED(folio_put(folio));
+	gt_event(op, "free", folio_pfn(folio), 1UL << order, t0, t1);
+}
+
+static void gt_node(const char *op)
+{
+	struct page *page;
+	u64 t0, t1;
+
+	GT_TIMED(page = alloc_pages_node(numa_node_id(), GFP_KERNEL, 1));
+	if (!page)
+		return gt_skip(op, "alloc_pages_node failed");
+	gt_event(op, "alloc", page_to_pfn(page), 2, t0, t1);
+	GT_TIMED(__free_pages(page, 1));
+	gt_event(op, "free", page_to_pfn(page), 2, t0, t1);
+}
+
+/*
+ * alloc_pages_exact(3 pages) takes an order-2 block and frees its tail page
+ * at once; free_pages_exact() then frees the three pages one by one.
+ */
+static void gt_exact(const char *op)
+{
+	unsigned long pfn;
+	void *p;
+	u64 t0, t1;
+
+	GT_TIMED(p = alloc_pages_exact(3 * PAGE_SIZE, GFP_KERNEL));
+	if (!p)
+		return gt_skip(op, "alloc_pages_exact failed");
+	pfn = gt_virt_to_pfn(p);
+	gt_event(op, "alloc", pfn, 4, t0, t1);
+	gt_event(op, "free", pfn + 3, 1, t0, t1);
+	GT_TIMED(free_pages_exact(p, 3 * PAGE_SIZE));
+	gt_event(op, "free", pfn, 1, t0, t1);
+	gt_event(op, "free", pfn + 1, 1, t0, t1);
+	gt_event(op, "free", pfn + 2, 1, t0, t1);
+}
+
+#define GT_BULK	16
+
+/* The bulk allocator fills an array; release_pages() frees it in a batch. */
+static void gt_bulk_array(const char *op)
+{
+	struct page *pages[GT_BULK] = { };
+	unsigned long n, i;
+	u64 t0, t1;
+
+	GT_TIMED(n = alloc_pages_bulk_array(GFP_KERNEL, GT_BULK, pages));
+	if (!n)
+		return gt_skip(op, "alloc_pages_bulk_array failed");
+	for (i = 0; i < n; i++)
+		gt_event(op, "alloc", page_to_pfn(pages[i]), 1, t0, t1);
+	GT_TIMED(release_pages(pages, n));
+	for (i = 0; i < n; i++)
+		gt_event(op, "free", page_to_pfn(pages[i]), 1, t0, t1);
+}
+
+/* ... or a list; put_pages_list() frees it in a batch. */
+static void gt_bulk_list(const char *op)
+{
+	unsigned long pfns[GT_BULK];
+	struct page *page;
+	unsigned long n, i = 0;
+	LIST_HEAD(list);
+	u64 t0, t1;
+
+	GT_TIMED(n = alloc_pages_bulk_list(GFP_KERNEL, GT_BULK, &list));
+	if (!n)
+		return gt_skip(op, "alloc_pages_bulk_list failed");
+	list_for_each_entry(page, &list, lru) {
+		if (i < GT_BULK)
+			pfns[i++] = page_to_pfn(page);
+	}
+	for (n = 0; n < i; n++)
+		gt_event(op, "alloc", pfns[n], 1, t0, t1);
+	GT_TIMED(put_pages_list(&list));
+	for (n = 0; n < i; n++)
+		gt_event(op, "free", pfns[n], 1, t0, t1);
+}
+
+/*
+ * A partly filled array: the bulk allocator fills only the holes, and the
+ * pages already there must not be reported again.
+ */
+static void gt_bulk_prefilled(const char *op)
+{
+	struct page *pages[GT_BULK] = { };
+	unsigned long n, i;
+	u64 t0, t1;
+
+	for (i = 0; i < GT_BULK; i += 4) {
+		GT_TIMED(pages[i] = alloc_page(GFP_KERNEL));
+		if (!pages[i])
+			goto free;
+		gt_event(op, "alloc", page_to_pfn(pages[i]), 1, t0, t1);
+	}
+	GT_TIMED(n = alloc_pages_bulk_array(GFP_KERNEL, GT_BULK, pages));
+	for (i = 0; i < GT_BULK; i++) {
+		if (pages[i] && i % 4)
+			gt_event(op, "alloc", page_to_pfn(pages[i]), 1, t0, t1);
+	}
+free:
+	for (i = 0; i < GT_BULK; i++) {
+		if (!pages[i])
+			continue;
+		GT_TIMED(__free_page(pages[i]));
+		gt_event(op, "free", page_to_pfn(pages[i]), 1, t0, t1);
+	}
+}
+
+/* One missing page: the bulk allocator falls back to __alloc_pages(). */
+static void gt_bulk_single(const char *op)
+{
+	struct page *pages[1] = { };
+	unsigned long n;
+	u64 t0, t1;
+
+	GT_TIMED(n = alloc_pages_bulk_array(GFP_KERNEL, 1, pages));
+	if (!n)
+		return gt_skip(op, "alloc_pages_bulk_array failed");
+	gt_event(op, "alloc", page_to_pfn(pages[0]), 1, t0, t1);
+	GT_TIMED(__free_page(pages[0]));
+	gt_event(op, "free", page_to_pfn(pages[0]), 1, t0, t1);
+}
+
+/* A real bulk user: vmalloc's pages come from the bulk allocator. */
+static void gt_vmalloc(const char *op)
+{
+	unsigned long pfns[GT_BULK];
+	unsigned int i;
+	void *p;
+	u64 t0, t1;
+
+	GT_TIMED(p = vmalloc(GT_BULK * PAGE_SIZE));
+	if (!p)
+		return gt_skip(op, "vmalloc failed");
+	for (i = 0; i < GT_BULK; i++) {
+		pfns[i] = vmalloc_to_pfn(p + i * PAGE_SIZE);
+		gt_event(op, "alloc", pfns[i], 1, t0, t1);
+	}
+	GT_TIMED(vfree(p));
+	for (i = 0; i < GT_BULK; i++)
+		gt_event(op, "free", pfns[i], 1, t0, t1);
+}
+
+/*
+ * __free_pages() of a non-compound order-3 block that someone else still
+ * references frees the tail halves at once (orders 2, 1, 0); the head page
+ * goes with the last reference.
+ */
+static void gt_split_free(const char *op)
+{
+	struct page *page;
+	unsigned long pfn;
+	u64 t0, t1;
+
+	GT_TIMED(page = alloc_pages(GFP_KERNEL, 3));
+	if (!page)
+		return gt_skip(op, "alloc_pages failed");
+	pfn = page_to_pfn(page);
+	gt_event(op, "alloc", pfn, 8, t0, t1);
+	get_page(page);
+	GT_TIMED(__free_pages(page, 3));
+	gt_event(op, "free", pfn + 4, 4, t0, t1);
+	gt_event(op, "free", pfn + 2, 2, t0, t1);
+	gt_event(op, "free", pfn + 1, 1, t0, t1);
+	GT_TIMED(put_page(page));
+	gt_event(op, "free", pfn, 1, t0, t1);
+}
+
+static void gt_order0(const char *op) { gt_pages(op, GFP_KERNEL, 0); }
+static void gt_order3(const char *op) { gt_pages(op, GFP_KERNEL, 3); }
+static void gt_order5(const char *op) { gt_pages(op, GFP_KERNEL, 5); }
+static void gt_order10(const char *op) { gt_pages(op, GFP_KERNEL | __GFP_COMP, 10); }
+static void gt_atomic(const char *op) { gt_pages(op, GFP_ATOMIC, 0); }
+static void gt_folio0(const char *op) { gt_folio(op, 0); }
+static void gt_folio2(const char *op) { gt_folio(op, 2); }
+static void gt_folio_thp(const char *op) { gt_folio(op, HPAGE_PMD_ORDER); }
+
+static const struct gt_op {
+	const char	*name;
+	void		(*run)(const char *op);
+} gt_ops[] = {
+	{ "pages_order0",	gt_order0 },
+	{ "pages_order3",	gt_order3 },
+	{ "pages_order5",	gt_order5 },
+	{ "pages_order10",	gt_order10 },
+	{ "pages_atomic",	gt_atomic },
+	{ "get_free_pages",	gt_get_free_pages },
+	{ "page_put",		gt_page_put },
+	{ "folio_order0",	gt_folio0 },
+	{ "folio_order2",	gt_folio2 },
+	{ "folio_thp",		gt_folio_thp },
+	{ "pages_node",		gt_node },
+	{ "pages_exact",	gt_exact },
+	{ "bulk_array",		gt_bulk_array },
+	{ "bulk_list",		gt_bulk_list },
+	{ "bulk_prefilled",	gt_bulk_prefilled },
+	{ "bulk_single",	gt_bulk_single },
+	{ "vmalloc",		gt_vmalloc },
+	{ "split_free",		gt_split_free },
+};
+
+static ssize_t gt_write(struct file *file, const char __user *ubuf,
+			size_t count, loff_t *ppos)
+{
+	char name[32];
+	unsigned int i;
+	ssize_t ret = -EINVAL;
+
+	if (count >= sizeof(name))
+		return -EINVAL;
+	if (copy_from_user(name, ubuf, count))
+		return -EFAULT;
+	name[count] = '\0';
+	strim(name);
+
+	mutex_lock(&gt_lock);
+	for (i = 0; i < ARRAY_SIZE(gt_ops); i++) {
+		if (strcmp(name, gt_ops[i].name))
+			continue;
+		gt_len = 0;
+		gt_report[0] = '\0';
+		gt_ops[i].run(gt_ops[i].name);
+		ret = count;
+		break;
+	}
+	mutex_unlock(&gt_lock);
+	return ret;
+}
+
+static ssize_t gt_read(struct file *file, char __user *ubuf, size_t count,
+		       loff_t *ppos)
+{
+	ssize_t ret;
+
+	mutex_lock(&gt_lock);
+	ret = simple_read_from_buffer(ubuf, count, ppos, gt_report, gt_len);
+	mutex_unlock(&gt_lock);
+	return ret;
+}
+
+static const struct file_operations gt_fops = {
+	.owner	= THIS_MODULE,
+	.read	= gt_read,
+	.write	= gt_write,
+	.llseek	= default_llseek,
+};
+
+/* The list of op names, for the test to iterate over. */
+static int gt_ops_show(struct seq_file *m, void *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(gt_ops); i++)
+		seq_printf(m, "%s\n", gt_ops[i].name);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(gt_ops);
+
+static int __init gt_init(void)
+{
+	gt_report = kzalloc(GT_REPORT_SIZE, GFP_KERNEL);
+	if (!gt_report)
+		return -ENOMEM;
+	gt_dir = debugfs_create_dir("pagetrace_gt", NULL);
+	debugfs_create_file("run", 0600, gt_dir, NULL, &gt_fops);
+	debugfs_create_file("ops", 0400, gt_dir, NULL, &gt_ops_fops);
+	return 0;
+}
+
+static void __exit gt_exit(void)
+{
+	debugfs_remove_recursive(gt_dir);
+	kfree(gt_report);
+}
+
+module_init(gt_init);
+module_exit(gt_exit);
+
+MODULE_DESCRIPTION("pagetrace selftest: pages of known fate");
+MODULE_LICENSE("GPL");
