@@ -225,7 +225,7 @@ static bool pt_reader_get(struct pt_session *sess)
 		sess->rd_cpu = cpu;
 		sess->rd_off = 0;
 		sess->rd_len = sizeof(*ch) +
-			       le32_to_cpu(ch->nr_words) * sizeof(u64);
+			       pt_from_le32(ch->nr_words) * sizeof(u64);
 		sess->rd_next = (cpu + 1) % sess->nr_cpus;
 		return true;
 	}
@@ -240,6 +240,7 @@ bool pt_reader_ready(struct pt_session *sess)
 	for_each_possible_cpu(cpu) {
 		struct pt_cpu *c = &sess->cpus[cpu];
 
+		/* Acquire: pairs with the release in pt_close_chunk(). */
 		if (READ_ONCE(c->consumed) != smp_load_acquire(&c->produced))
 			return true;
 	}

@@ -75,6 +75,7 @@ static ssize_t pt_read_header(struct pt_session *sess, char __user *buf,
 
 static bool pt_readable(struct pt_session *sess)
 {
+	/* Acquire: pairs with the release in pt_session_stop(). */
 	return smp_load_acquire(&sess->stopped) || pt_reader_ready(sess);
 }
 

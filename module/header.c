@@ -32,31 +32,47 @@ static void pt_rec_put(void **pos, u32 type, const void *payload, u32 size)
 {
 	struct pagetrace_record *rec = *pos;
 
-	rec->type = cpu_to_le32(type);
-	rec->size = cpu_to_le32(size);
+	rec->type = pt_le32(type);
+	rec->size = pt_le32(size);
 	if (size)
 		memcpy(rec + 1, payload, size);
 	*pos += pt_rec_space(size);
 }
 
 /*
- * for_each_populated_zone() needs symbols modules cannot use; walk the
+ * The populated zone after @zone (the first one for NULL), or NULL.
+ * for_each_populated_zone() uses symbols modules cannot reach, so walk the
  * online nodes' zone arrays instead.
  */
-#define pt_for_each_zone(nid, zone)					\
-	for_each_online_node(nid)					\
-		for (zone = NODE_DATA(nid)->node_zones;			\
-		     zone < NODE_DATA(nid)->node_zones + MAX_NR_ZONES;	\
-		     zone++)						\
+static struct zone *pt_next_zone(struct zone *zone)
+{
+	int nid;
+
+	if (zone) {
+		nid = zone->zone_pgdat->node_id;
+		zone++;
+	} else {
+		nid = first_online_node;
+		zone = NODE_DATA(nid)->node_zones;
+	}
+	for (;;) {
+		for (; zone < NODE_DATA(nid)->node_zones + MAX_NR_ZONES; zone++) {
 			if (populated_zone(zone))
+				return zone;
+		}
+		nid = next_online_node(nid);
+		if (nid >= MAX_NUMNODES)
+			return NULL;
+		zone = NODE_DATA(nid)->node_zones;
+	}
+}
 
 static unsigned int pt_nr_zones(void)
 {
-	struct zone *zone;
+	struct zone *zone = NULL;
 	unsigned int n = 0;
-	int nid;
 
-	pt_for_each_zone(nid, zone)
+	while ((zone = pt_next_zone(zone)))
 		n++;
 	return n;
 }
@@ -65,16 +81,15 @@ int pt_header_build(struct pt_session *sess)
 {
 	const char *release = utsname()->release;
 	struct pagetrace_rec_session info = {
-		.nr_bufs = cpu_to_le32(sess->nr_bufs),
-		.backend = cpu_to_le32(sess->backend),
-		.flush_ms = cpu_to_le32(sess->flush_ms),
+		.nr_bufs = pt_le32(sess->nr_bufs),
+		.backend = pt_le32(sess->backend),
+		.flush_ms = pt_le32(sess->flush_ms),
 	};
 	struct pagetrace_header *h;
 	unsigned long flags;
-	struct zone *zone;
+	struct zone *zone = NULL;
 	size_t size;
 	void *pos;
-	int nid;
 
 	/* Zones can come and go with memory hotplug: leave room for that. */
 	size = sizeof(*h) + pt_rec_space(strlen(release) + 1) +
@@ -86,30 +101,30 @@ int pt_header_build(struct pt_session *sess)
 		return -ENOMEM;
 
 	memcpy(h->magic, PAGETRACE_MAGIC, PAGETRACE_MAGIC_LEN);
-	h->version = cpu_to_le32(PAGETRACE_VERSION);
-	h->page_shift = cpu_to_le32(PAGE_SHIFT);
-	h->time_lost_bits = cpu_to_le32(PAGETRACE_TIME_LOST_BITS);
-	h->time_delta_bits = cpu_to_le32(PAGETRACE_TIME_DELTA_BITS);
-	h->nr_cpus = cpu_to_le32(sess->nr_cpus);
-	h->chunk_size = cpu_to_le32(sess->chunk_size);
-	h->flags = cpu_to_le32(sess->header_flags);
+	h->version = pt_le32(PAGETRACE_VERSION);
+	h->page_shift = pt_le32(PAGE_SHIFT);
+	h->time_lost_bits = pt_le32(PAGETRACE_TIME_LOST_BITS);
+	h->time_delta_bits = pt_le32(PAGETRACE_TIME_DELTA_BITS);
+	h->nr_cpus = pt_le32(sess->nr_cpus);
+	h->chunk_size = pt_le32(sess->chunk_size);
+	h->flags = pt_le32(sess->header_flags);
 
 	local_irq_save(flags);
-	h->start_ns = cpu_to_le64(local_clock());
-	h->start_mono_ns = cpu_to_le64(ktime_get_ns());
-	h->start_real_ns = cpu_to_le64(ktime_get_real_ns());
+	h->start_ns = pt_le64(local_clock());
+	h->start_mono_ns = pt_le64(ktime_get_ns());
+	h->start_real_ns = pt_le64(ktime_get_real_ns());
 	local_irq_restore(flags);
 
 	pos = h + 1;
 	pt_rec_put(&pos, PAGETRACE_REC_RELEASE, release, strlen(release) + 1);
 	pt_rec_put(&pos, PAGETRACE_REC_SESSION, &info, sizeof(info));
-	pt_for_each_zone(nid, zone) {
+	while ((zone = pt_next_zone(zone))) {
 		struct pagetrace_rec_zone z = {
-			.node = cpu_to_le32(zone_to_nid(zone)),
-			.zone = cpu_to_le32(zone_idx(zone)),
-			.start_pfn = cpu_to_le64(zone->zone_start_pfn),
-			.end_pfn = cpu_to_le64(zone_end_pfn(zone)),
-			.present_pages = cpu_to_le64(zone->present_pages),
+			.node = pt_le32(zone_to_nid(zone)),
+			.zone = pt_le32(zone_idx(zone)),
+			.start_pfn = pt_le64(zone->zone_start_pfn),
+			.end_pfn = pt_le64(zone_end_pfn(zone)),
+			.present_pages = pt_le64(zone->present_pages),
 		};
 
 		if (pos + pt_rec_space(sizeof(z)) + pt_rec_space(0) >
@@ -122,6 +137,6 @@ int pt_header_build(struct pt_session *sess)
 
 	sess->header = h;
 	sess->header_size = pos - (void *)h;
-	h->header_size = cpu_to_le32(sess->header_size);
+	h->header_size = pt_le32(sess->header_size);
 	return 0;
 }

@@ -44,7 +44,6 @@
 #include <linux/mm.h>
 #include <linux/ptrace.h>
 #include <linux/utsname.h>
-#include <linux/version.h>
 
 #include "pagetrace.h"
 
@@ -177,7 +176,8 @@ struct pt_hook {
 	unsigned long		*range_size;
 };
 
-#define PT_V(a, b)	KERNEL_VERSION(a, b, 0)
+/* Kernel version as major << 8 | minor, compared with the running kernel. */
+#define PT_V(a, b)	((a) << 8 | (b))
 
 static const struct pt_hook pt_hook_table[] = {
 	/* Must precede __alloc_pages, whose entry handler uses its range. */
@@ -204,9 +204,22 @@ static struct pt_probe {
 } pt_probes[PT_MAX_HOOKS];
 static unsigned int pt_nr_probes;
 
-static bool pt_hook_applies(const struct pt_hook *h)
+/*
+ * The running kernel's version, from its release string: the table is
+ * about what the kernel in memory does, whatever headers built us.
+ */
+static u32 pt_running_version(void)
 {
-	return LINUX_VERSION_CODE >= h->since && LINUX_VERSION_CODE < h->until;
+	unsigned int major = 0, minor = 0;
+
+	if (sscanf(init_utsname()->release, "%u.%u", &major, &minor) != 2)
+		return 0;
+	return PT_V(major, minor);
+}
+
+static bool pt_hook_applies(const struct pt_hook *h, u32 version)
+{
+	return version >= h->since && version < h->until;
 }
 
 /*
@@ -290,12 +303,13 @@ static void pt_probe_unregister(struct pt_probe *p)
  */
 int pt_hooks_register(void)
 {
+	u32 version = pt_running_version();
 	unsigned int i;
 	int ret;
 
 	pt_nr_probes = 0;
 	for (i = 0; i < ARRAY_SIZE(pt_hook_table); i++) {
-		if (pt_hook_applies(&pt_hook_table[i]))
+		if (pt_hook_applies(&pt_hook_table[i], version))
 			pt_probes[pt_nr_probes++].hook = &pt_hook_table[i];
 	}
 	if (!pt_nr_probes) {

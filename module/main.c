@@ -158,6 +158,7 @@ void pt_session_stop(struct pt_session *sess)
 	cancel_delayed_work_sync(&sess->flush_work);
 	pt_flush(sess, true);
 
+	/* Release: the chunks flushed above are visible before this. */
 	smp_store_release(&sess->stopped, true);
 	wake_up_interruptible(&sess->wq);
 unlock:

@@ -14,6 +14,7 @@
 #ifndef _PAGETRACE_INTERNAL_H
 #define _PAGETRACE_INTERNAL_H
 
+#include <asm/byteorder.h>
 #include <linux/cache.h>
 #include <linux/irq_work.h>
 #include <linux/mutex.h>
@@ -61,7 +62,7 @@
 struct pt_cpu {
 	/* Writer side */
 	struct pagetrace_chunk	*chunk;		/* open buffer, NULL if none */
-	u64			*words;		/* chunk's words */
+	__le64			*words;		/* chunk's words */
 	u32			len;		/* words used */
 	u32			cap;		/* words that fit */
 	u64			base;		/* time base of the last sync */
@@ -105,7 +106,7 @@ struct pt_session {
 	u32			header_flags;
 
 	/* Reader position, under read_lock */
-	struct mutex		read_lock;
+	struct mutex		read_lock;	/* the reader's side */
 	u64			read_off;	/* bytes of the stream returned */
 	int			rd_cpu;		/* chunk being copied, or -1 */
 	u32			rd_off;		/* bytes of it copied */
@@ -116,11 +117,20 @@ struct pt_session {
 	struct mutex		state_lock;	/* serialises stop */
 	bool			stopped;	/* no more chunks will come */
 
-	struct mutex		flush_lock;
+	struct mutex		flush_lock;	/* one flush at a time */
 	struct delayed_work	flush_work;
 
 	unsigned long		missed_seen;	/* probe misses already counted */
 };
+
+/*
+ * The stream is little-endian, but the uapi structs use plain __u* fields
+ * (so that userspace needs no endian types): store through these.
+ */
+static inline u16 pt_le16(u16 v) { return (__force u16)cpu_to_le16(v); }
+static inline u32 pt_le32(u32 v) { return (__force u32)cpu_to_le32(v); }
+static inline u64 pt_le64(u64 v) { return (__force u64)cpu_to_le64(v); }
+static inline u32 pt_from_le32(u32 v) { return le32_to_cpu((__force __le32)v); }
 
 /* main.c */
 extern unsigned int pt_buf_size;

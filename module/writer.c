@@ -47,7 +47,7 @@ bool pt_open_chunk(struct pt_cpu *c, u64 now)
 		return false;
 
 	c->chunk = c->bufs + (c->produced_w % sess->nr_bufs) * sess->chunk_size;
-	c->words = (u64 *)(c->chunk + 1);
+	c->words = (__le64 *)(c->chunk + 1);
 	c->base = pt_time_base(now);
 	c->words[0] = cpu_to_le64(pagetrace_pid_word(c->cpu));
 	c->words[1] = cpu_to_le64(pagetrace_sync_word(c->base));
@@ -65,12 +65,12 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
 	struct pagetrace_chunk *ch = c->chunk;
 
 	memcpy(ch->magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
-	ch->cpu = cpu_to_le16(c->cpu);
-	ch->flags = cpu_to_le16(flags);
-	ch->nr_words = cpu_to_le32(c->len);
+	ch->cpu = pt_le16(c->cpu);
+	ch->flags = pt_le16(flags);
+	ch->nr_words = pt_le32(c->len);
 	ch->reserved = 0;
-	ch->seq = cpu_to_le64(c->seq);
-	ch->lost = cpu_to_le64(c->lost);
+	ch->seq = pt_le64(c->seq);
+	ch->lost = pt_le64(c->lost);
 
 	c->stats.chunks++;
 	c->stats.bytes += sizeof(*ch) + c->len * sizeof(u64);
@@ -102,7 +102,7 @@ static void pt_write(struct pt_cpu *c, unsigned int type, unsigned long pfn,
 {
 	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
 	u64 now = local_clock();
-	u64 delta;
+	u64 delta, word;
 
 	if (unlikely(!pt_reserve(c, now, need)))
 		goto lost;
@@ -123,11 +123,11 @@ static void pt_write(struct pt_cpu *c, unsigned int type, unsigned long pfn,
 	}
 
 	if (likely(need == 1)) {
-		c->words[c->len++] = cpu_to_le64(pagetrace_event_word(delta,
-							pfn, npages, type));
+		word = pagetrace_event_word(delta, pfn, npages, type);
+		c->words[c->len++] = cpu_to_le64(word);
 	} else {
-		c->words[c->len++] = cpu_to_le64(
-			pagetrace_large_event_word(delta, pfn, type));
+		word = pagetrace_large_event_word(delta, pfn, type);
+		c->words[c->len++] = cpu_to_le64(word);
 		c->words[c->len++] = cpu_to_le64(npages);
 	}
 	c->stats.events++;

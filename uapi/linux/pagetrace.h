@@ -4,7 +4,7 @@
  * word encode/decode helpers shared by the kernel module and userspace.
  *
  * This header is the one contract between the module and its readers.  It
- * depends on nothing but <linux/types.h> and <linux/ioctl.h>.
+ * depends on nothing but <linux/const.h>, <linux/ioctl.h> and <linux/types.h>.
  *
  * All integers in the stream are little-endian.
  *
@@ -48,8 +48,9 @@
 #ifndef _UAPI_LINUX_PAGETRACE_H
 #define _UAPI_LINUX_PAGETRACE_H
 
-#include <linux/types.h>
+#include <linux/const.h>
 #include <linux/ioctl.h>
+#include <linux/types.h>
 
 #define PAGETRACE_VERSION		1
 #define PAGETRACE_MAGIC			"PGTRACE"	/* 8 bytes with the NUL */
@@ -62,11 +63,11 @@
 #define PAGETRACE_CLOCK_LOCAL		0U	/* local_clock() */
 #define PAGETRACE_CLOCK_MONOTONIC	1U	/* CLOCK_MONOTONIC */
 /* Header flags: chunks were overwritten (flight recorder); seq gaps expected. */
-#define PAGETRACE_FLAG_OVERWRITE	(1U << 4)
+#define PAGETRACE_FLAG_OVERWRITE	_BITUL(4)
 /* Header flags: snapshot chunks of the memory map at start follow. */
-#define PAGETRACE_FLAG_SNAPSHOT		(1U << 5)
+#define PAGETRACE_FLAG_SNAPSHOT		_BITUL(5)
 /* Header flags: chunks may carry task records. */
-#define PAGETRACE_FLAG_TASKS		(1U << 6)
+#define PAGETRACE_FLAG_TASKS		_BITUL(6)
 
 /**
  * struct pagetrace_header - the first 64 bytes of every stream
@@ -150,8 +151,8 @@ struct pagetrace_rec_session {
 };
 
 /* Chunk flags */
-#define PAGETRACE_CHUNK_FLUSHED		(1U << 0)	/* closed early by a flush */
-#define PAGETRACE_CHUNK_SNAPSHOT	(1U << 1)	/* memory map at session start */
+#define PAGETRACE_CHUNK_FLUSHED		_BITUL(0)	/* closed early by a flush */
+#define PAGETRACE_CHUNK_SNAPSHOT	_BITUL(1)	/* memory map at session start */
 
 /**
  * struct pagetrace_chunk - the 32-byte header of every chunk
@@ -185,8 +186,8 @@ struct pagetrace_chunk {
 #define PAGETRACE_EV_RECLAIM	3
 
 #define PAGETRACE_TYPE_MASK	0x3ULL
-#define PAGETRACE_LARGE		(1ULL << 2)	/* events: npages in next word */
-#define PAGETRACE_IS_PID	(1ULL << 2)	/* sync words: a pid record */
+#define PAGETRACE_LARGE		_BITULL(2)	/* events: npages in next word */
+#define PAGETRACE_IS_PID	_BITULL(2)	/* sync words: a pid record */
 #define PAGETRACE_NPAGES_SHIFT	3
 #define PAGETRACE_NPAGES_BITS	10
 #define PAGETRACE_NPAGES_MAX	((1ULL << PAGETRACE_NPAGES_BITS) - 1)
@@ -196,15 +197,15 @@ struct pagetrace_chunk {
 #define PAGETRACE_DELTA_SHIFT	(64 - PAGETRACE_TIME_DELTA_BITS)
 #define PAGETRACE_ID_SHIFT	3
 /* A pid record whose id has this bit is a task record, tgid in bits 31..0. */
-#define PAGETRACE_ID_TASK	(1ULL << 60)
+#define PAGETRACE_ID_TASK	_BITULL(60)
 
 /* Encoders.  t and base are ns on the trace clock, t >= base. */
-static __inline__ __u64 pagetrace_sync_word(__u64 t)
+static inline __u64 pagetrace_sync_word(__u64 t)
 {
 	return (t >> PAGETRACE_TIME_LOST_BITS) << PAGETRACE_ID_SHIFT;
 }
 
-static __inline__ __u64 pagetrace_pid_word(__u64 id)
+static inline __u64 pagetrace_pid_word(__u64 id)
 {
 	return (id << PAGETRACE_ID_SHIFT) | PAGETRACE_IS_PID;
 }
@@ -213,59 +214,59 @@ static __inline__ __u64 pagetrace_pid_word(__u64 id)
  * The first word of an event; npages must be below 1024, else use
  * pagetrace_large_event_word() and follow it with a word holding npages.
  */
-static __inline__ __u64 pagetrace_event_word(__u64 delta, __u64 pfn,
-					     __u64 npages, __u64 type)
+static inline __u64 pagetrace_event_word(__u64 delta, __u64 pfn,
+					 __u64 npages, __u64 type)
 {
 	return ((delta >> PAGETRACE_TIME_LOST_BITS) << PAGETRACE_DELTA_SHIFT) |
 	       ((pfn & PAGETRACE_PFN_MAX) << PAGETRACE_PFN_SHIFT) |
 	       (npages << PAGETRACE_NPAGES_SHIFT) | type;
 }
 
-static __inline__ __u64 pagetrace_large_event_word(__u64 delta, __u64 pfn,
-						   __u64 type)
+static inline __u64 pagetrace_large_event_word(__u64 delta, __u64 pfn,
+					       __u64 type)
 {
 	return pagetrace_event_word(delta, pfn, 0, type) | PAGETRACE_LARGE;
 }
 
 /* Decoders */
-static __inline__ unsigned int pagetrace_word_type(__u64 w)
+static inline unsigned int pagetrace_word_type(__u64 w)
 {
 	return (unsigned int)(w & PAGETRACE_TYPE_MASK);
 }
 
-static __inline__ int pagetrace_word_is_pid(__u64 w)
+static inline int pagetrace_word_is_pid(__u64 w)
 {
 	return (w & (PAGETRACE_TYPE_MASK | PAGETRACE_IS_PID)) == PAGETRACE_IS_PID;
 }
 
 /* The id of a pid word, or the time base (ns, 128 ns steps) of a sync word. */
-static __inline__ __u64 pagetrace_word_id(__u64 w)
+static inline __u64 pagetrace_word_id(__u64 w)
 {
 	return w >> PAGETRACE_ID_SHIFT;
 }
 
-static __inline__ __u64 pagetrace_word_sync_ns(__u64 w)
+static inline __u64 pagetrace_word_sync_ns(__u64 w)
 {
 	return (w >> PAGETRACE_ID_SHIFT) << PAGETRACE_TIME_LOST_BITS;
 }
 
-static __inline__ __u64 pagetrace_word_delta_ns(__u64 w)
+static inline __u64 pagetrace_word_delta_ns(__u64 w)
 {
 	return (w >> PAGETRACE_DELTA_SHIFT) << PAGETRACE_TIME_LOST_BITS;
 }
 
-static __inline__ __u64 pagetrace_word_pfn(__u64 w)
+static inline __u64 pagetrace_word_pfn(__u64 w)
 {
 	return (w >> PAGETRACE_PFN_SHIFT) & PAGETRACE_PFN_MAX;
 }
 
 /* npages of an event word; 0 when large (the next word holds it). */
-static __inline__ __u64 pagetrace_word_npages(__u64 w)
+static inline __u64 pagetrace_word_npages(__u64 w)
 {
 	return (w >> PAGETRACE_NPAGES_SHIFT) & PAGETRACE_NPAGES_MAX;
 }
 
-static __inline__ int pagetrace_word_is_large(__u64 w)
+static inline int pagetrace_word_is_large(__u64 w)
 {
 	return (w & PAGETRACE_LARGE) != 0;
 }
