@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef PAGETRACE_CMD_H
+#define PAGETRACE_CMD_H
+
+#include "libpagetrace.h"
+
+/* Exit codes: 1 for a bad or unreadable trace, 2 for a bad command line. */
+#define EXIT_TRACE	1
+#define EXIT_USAGE	2
+
+int cmd_dump(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+
+/*
+ * Open FILE ("-" is stdin) and read its header.  On failure prints
+ * "pagetrace: FILE: why" and returns NULL; *fd is closed then.
+ */
+struct pt_reader *open_trace(const char *path, unsigned int flags, int *fd);
+void close_trace(struct pt_reader *r, int fd);
+/* Report a reader error the way every subcommand does. */
+void trace_error(const char *path, struct pt_reader *r, int err);
+/* Signed seconds.nanoseconds of @ns - @start, into @buf (>= 32 bytes). */
+void fmt_rel_time(char *buf, uint64_t ns, uint64_t start);
+
+#endif

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pagetrace dump: one greppable line per event.  Everything that is not an
+ * event (header, chunk boundaries, task records; only with -v) starts with
+ * '#', so `grep -v '^#'` always leaves just the events.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include "cmd.h"
+
+static void dump_usage(FILE *f)
+{
+	fprintf(f, "usage: pagetrace dump [-v] FILE\n"
+		   "  -v, --verbose  also print the header, chunk boundaries and task records\n");
+}
+
+static int print_chunk(const struct pt_chunk *c, void *arg)
+{
+	(void)arg;
+	printf("# chunk offset=%" PRIu64 " cpu=%u seq=%" PRIu64 " flags=0x%x nr_words=%u"
+	       " lost=%" PRIu64 " missing=%" PRIu64 "\n", c->offset, c->cpu, c->seq,
+	       c->flags, c->nr_words, c->lost, c->missing);
+	return 0;
+}
+
+static void print_header(struct pt_reader *r)
+{
+	const struct pagetrace_header *h = pt_reader_header(r);
+	const struct pt_session *s = pt_reader_session(r);
+	const struct pt_zone *z;
+	unsigned int nz = pt_reader_zones(r, &z);
+
+	printf("# pagetrace v%u header_size=%u nr_cpus=%u page_shift=%u chunk_size=%u"
+	       " flags=0x%x start_ns=%llu start_mono_ns=%llu start_real_ns=%llu\n",
+	       h->version, h->header_size, h->nr_cpus, h->page_shift, h->chunk_size,
+	       h->flags, (unsigned long long)h->start_ns,
+	       (unsigned long long)h->start_mono_ns, (unsigned long long)h->start_real_ns);
+	printf("# release %s\n", pt_reader_release(r));
+	for (unsigned int i = 0; i < nz; i++)
+		printf("# zone node=%u zone=%u name=%s pfn=0x%" PRIx64 "-0x%" PRIx64
+		       " present_pages=%" PRIu64 "\n", z[i].node, z[i].zone, z[i].name,
+		       z[i].start_pfn, z[i].end_pfn, z[i].present_pages);
+	if (s)
+		printf("# session nr_bufs=%u backend=%u flush_ms=%u\n", s->nr_bufs,
+		       s->backend, s->flush_ms);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	static char obuf[1 << 16];
+	struct pt_reader *r;
+	struct pt_event ev;
+	bool verbose = false;
+	const char *path;
+	uint64_t start;
+	int c, fd, ret;
+
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			dump_usage(stdout);
+			return 0;
+		default:
+			dump_usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		dump_usage(stderr);
+		return EXIT_USAGE;
+	}
+	path = argv[optind];
+	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
+
+	r = open_trace(path, verbose ? PT_READER_TASKS : 0, &fd);
+	if (!r)
+		return EXIT_TRACE;
+	start = pt_reader_header(r)->start_ns;
+	if (verbose) {
+		print_header(r);
+		pt_reader_set_chunk_cb(r, print_chunk, NULL);
+	}
+	while ((ret = pt_reader_next(r, &ev)) > 0) {
+		char t[32];
+
+		fmt_rel_time(t, ev.time_ns, start);
+		if (ev.type == PT_EV_TASK)
+			printf("# task offset=%" PRIu64 " cpu=%u tgid=%" PRId64 " time=%s\n",
+			       ev.offset, ev.cpu, ev.task, t);
+		else
+			printf("%15s cpu%u %-7s pfn=0x%" PRIx64 " npages=%" PRIu64 "\n", t,
+			       ev.cpu, pt_event_type_name(ev.type), ev.pfn, ev.npages);
+	}
+	/* Events come first, so a pipe shows them before the error. */
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "pagetrace: write error: %s\n", strerror(errno));
+		if (!ret)
+			ret = -EIO;
+	}
+	if (ret < 0 && *pt_reader_error(r))
+		trace_error(path, r, ret);
+	close_trace(r, fd);
+	return ret < 0 ? EXIT_TRACE : 0;
+}

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Opening a reader: the input buffer, the stream header and its records.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "internal.h"
+
+int pt_set_error(struct pt_reader *r, int err, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	/* The first error is the one worth reporting; later ones are fallout. */
+	if (r->err)
+		return r->err;
+	n = snprintf(r->errmsg, sizeof(r->errmsg), "offset %llu: ",
+		     (unsigned long long)off);
+	va_start(ap, fmt);
+	vsnprintf(r->errmsg + n, sizeof(r->errmsg) - n, fmt, ap);
+	va_end(ap);
+	r->err = err;
+	return err;
+}
+
+/*
+ * Make at least @need bytes readable at buf + pos, reading as much as fits
+ * so that the decode loop runs long between syscalls.  Returns the bytes
+ * available, fewer than @need only at the end of the input.
+ */
+ssize_t pt_fill(struct pt_reader *r, size_t need)
+{
+	size_t have = r->len - r->pos;
+
+	if (have >= need || r->eof)
+		return have;
+	if (r->pos) {
+		memmove(r->buf, r->buf + r->pos, have);
+		r->buf_off += r->pos;
+		r->pos = 0;
+		r->len = have;
+	}
+	while (r->len < need) {
+		ssize_t n = read(r->fd, r->buf + r->len, r->cap - r->len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return pt_set_error(r, -EIO, r->buf_off + r->len,
+					    "read error: %s", strerror(errno));
+		}
+		if (n == 0) {
+			r->eof = true;
+			break;
+		}
+		r->len += n;
+	}
+	return r->len - r->pos;
+}
+
+/* Copy @n bytes out of the stream; the header may not fit in the buffer. */
+static int read_exact(struct pt_reader *r, void *dst, size_t n, size_t *got)
+{
+	unsigned char *d = dst;
+
+	*got = 0;
+	while (n) {
+		size_t step = n < r->cap ? n : r->cap;
+		ssize_t have = pt_fill(r, step);
+
+		if (have < 0)
+			return have;
+		if ((size_t)have > n)
+			have = n;
+		if (!have)
+			return -ENODATA;
+		memcpy(d, r->buf + r->pos, have);
+		r->pos += have;
+		d += have;
+		n -= have;
+		*got += have;
+		if ((size_t)have < step)
+			return -ENODATA;
+	}
+	return 0;
+}
+
+static int check_header(struct pt_reader *r, const unsigned char *raw)
+{
+	struct pagetrace_header *h = &r->hdr;
+
+#define LOAD32(f) (h->f = pt_load32(raw + offsetof(struct pagetrace_header, f)))
+#define LOAD64(f) (h->f = pt_load64(raw + offsetof(struct pagetrace_header, f)))
+#define OFF(f) offsetof(struct pagetrace_header, f)
+	memcpy(h->magic, raw, sizeof(h->magic));
+	LOAD32(version);
+	LOAD32(header_size);
+	LOAD32(page_shift);
+	LOAD32(time_lost_bits);
+	LOAD32(time_delta_bits);
+	LOAD32(nr_cpus);
+	LOAD64(start_ns);
+	LOAD64(start_mono_ns);
+	LOAD64(start_real_ns);
+	LOAD32(chunk_size);
+	LOAD32(flags);
+
+	if (memcmp(h->magic, PAGETRACE_MAGIC, PAGETRACE_MAGIC_LEN))
+	{
+		char m[4 * PAGETRACE_MAGIC_LEN + 1];
+
+		pt_escape(m, h->magic, PAGETRACE_MAGIC_LEN);
+		return pt_set_error(r, -EBADMSG, 0,
+				    "magic is '%s', expected 'PGTRACE\\0'", m);
+	}
+	if (h->version != PAGETRACE_VERSION)
+		return pt_set_error(r, -EBADMSG, OFF(version),
+				    "version %u, expected %u",
+				    h->version, PAGETRACE_VERSION);
+	if (h->header_size < sizeof(*h) || h->header_size % 8 ||
+	    h->header_size > PT_READER_MAX_HEADER)
+		return pt_set_error(r, -EBADMSG, OFF(header_size),
+				    "header_size %u is not a multiple of 8 in [%zu, %u]",
+				    h->header_size, sizeof(*h), PT_READER_MAX_HEADER);
+	if (h->page_shift < 9 || h->page_shift > 30)
+		return pt_set_error(r, -EBADMSG, OFF(page_shift),
+				    "page_shift %u out of range [9, 30]", h->page_shift);
+	/* The decoder hard-codes the word layout, so it must match exactly. */
+	if (h->time_lost_bits != PAGETRACE_TIME_LOST_BITS)
+		return pt_set_error(r, -EBADMSG, OFF(time_lost_bits),
+				    "time_lost_bits %u, expected %u",
+				    h->time_lost_bits, PAGETRACE_TIME_LOST_BITS);
+	if (h->time_delta_bits != PAGETRACE_TIME_DELTA_BITS)
+		return pt_set_error(r, -EBADMSG, OFF(time_delta_bits),
+				    "time_delta_bits %u, expected %u",
+				    h->time_delta_bits, PAGETRACE_TIME_DELTA_BITS);
+	/* Chunk cpu is a __u16, so more CPUs could never be named. */
+	if (!h->nr_cpus || h->nr_cpus > 65536)
+		return pt_set_error(r, -EBADMSG, OFF(nr_cpus),
+				    "nr_cpus %u out of range [1, 65536]", h->nr_cpus);
+	if (h->chunk_size < sizeof(struct pagetrace_chunk) + 16 || h->chunk_size % 8)
+		return pt_set_error(r, -EBADMSG, OFF(chunk_size),
+				    "chunk_size %u is not a multiple of 8 >= %zu",
+				    h->chunk_size, sizeof(struct pagetrace_chunk) + 16);
+#undef LOAD32
+#undef LOAD64
+#undef OFF
+	return 0;
+}
+
+static int parse_records(struct pt_reader *r, const unsigned char *p, size_t len)
+{
+	uint64_t off = sizeof(struct pagetrace_header);
+
+	while (len >= sizeof(struct pagetrace_record)) {
+		uint32_t type = pt_load32(p);
+		uint32_t size = pt_load32(p + 4);
+		uint64_t padded = ((uint64_t)size + 7) & ~7ULL;
+		const unsigned char *pl = p + 8;
+
+		if (type == PAGETRACE_REC_END)
+			break;
+		if (padded > len - 8)
+			return pt_set_error(r, -EBADMSG, off,
+					    "header record type %u size %u overruns header_size %u",
+					    type, size, r->hdr.header_size);
+		switch (type) {
+		case PAGETRACE_REC_RELEASE:
+			if (r->release)
+				return pt_set_error(r, -EBADMSG, off,
+						    "second release record");
+			if (!size || !memchr(pl, 0, size))
+				return pt_set_error(r, -EBADMSG, off,
+						    "release record is not NUL-terminated");
+			r->release = strdup((const char *)pl);
+			if (!r->release)
+				return -ENOMEM;
+			break;
+		case PAGETRACE_REC_ZONE: {
+			struct pt_zone *z;
+
+			/* Bigger is fine: a later version may append fields. */
+			if (size < sizeof(struct pagetrace_rec_zone))
+				return pt_set_error(r, -EBADMSG, off,
+						    "zone record size %u, need %zu",
+						    size, sizeof(struct pagetrace_rec_zone));
+			z = realloc(r->zones, (r->nr_zones + 1) * sizeof(*z));
+			if (!z)
+				return -ENOMEM;
+			r->zones = z;
+			z += r->nr_zones;
+			z->node = pt_load32(pl + offsetof(struct pagetrace_rec_zone, node));
+			z->zone = pt_load32(pl + offsetof(struct pagetrace_rec_zone, zone));
+			z->start_pfn = pt_load64(pl + offsetof(struct pagetrace_rec_zone, start_pfn));
+			z->end_pfn = pt_load64(pl + offsetof(struct pagetrace_rec_zone, end_pfn));
+			z->present_pages = pt_load64(pl + offsetof(struct pagetrace_rec_zone,
+								    present_pages));
+			memcpy(z->name, pl + offsetof(struct pagetrace_rec_zone, name), 16);
+			z->name[16] = '\0';
+			if (z->end_pfn < z->start_pfn)
+				return pt_set_error(r, -EBADMSG, off,
+						    "zone record end_pfn 0x%llx < start_pfn 0x%llx",
+						    (unsigned long long)z->end_pfn,
+						    (unsigned long long)z->start_pfn);
+			r->nr_zones++;
+			break;
+		}
+		case PAGETRACE_REC_SESSION:
+			if (r->has_session)
+				return pt_set_error(r, -EBADMSG, off,
+						    "second session record");
+			if (size < sizeof(struct pagetrace_rec_session))
+				return pt_set_error(r, -EBADMSG, off,
+						    "session record size %u, need %zu",
+						    size, sizeof(struct pagetrace_rec_session));
+			r->session.nr_bufs = pt_load32(pl);
+			r->session.backend = pt_load32(pl + 4);
+			r->session.flush_ms = pt_load32(pl + 8);
+			r->has_session = true;
+			break;
+		default:
+			/* Unknown types are skipped, as the uapi asks. */
+			break;
+		}
+		p += 8 + padded;
+		len -= 8 + padded;
+		off += 8 + padded;
+	}
+	return 0;
+}
+
+int pt_read_header(struct pt_reader *r)
+{
+	unsigned char raw[sizeof(struct pagetrace_header)];
+	unsigned char *rest;
+	size_t got, n;
+	int ret;
+
+	ret = read_exact(r, raw, sizeof(raw), &got);
+	if (ret == -ENODATA)
+		return pt_set_error(r, -EBADMSG, 0,
+				    "file ends inside the header (need %zu bytes, have %zu)",
+				    sizeof(raw), got);
+	if (ret)
+		return ret;
+	ret = check_header(r, raw);
+	if (ret)
+		return ret;
+
+	n = r->hdr.header_size - sizeof(raw);
+	rest = malloc(n ? n : 1);
+	if (!rest)
+		return -ENOMEM;
+	ret = read_exact(r, rest, n, &got);
+	if (ret == -ENODATA)
+		ret = pt_set_error(r, -EBADMSG, 0,
+				   "file ends inside the header (need %u bytes, have %zu)",
+				   r->hdr.header_size, sizeof(raw) + got);
+	if (!ret)
+		ret = parse_records(r, rest, n);
+	free(rest);
+	if (ret)
+		return ret;
+
+	r->cpus = calloc(r->hdr.nr_cpus, sizeof(*r->cpus));
+	if (!r->cpus)
+		return -ENOMEM;
+	r->cnt.bytes = r->hdr.header_size;
+	return 0;
+}
+
+static int open_common(struct pt_reader **out, struct pt_reader *r)
+{
+	int ret = pt_read_header(r);
+
+	if (ret == -EBADMSG || ret == -EIO) {
+		/* Keep the reader for its message, but not its big buffer. */
+		if (!r->mem) {
+			free(r->buf);
+			r->buf = NULL;
+		}
+		r->pos = r->len = r->cap = 0;
+		r->eof = true;
+		*out = r;
+		return ret;
+	}
+	if (ret) {
+		pt_reader_close(r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
+
+static struct pt_reader *alloc_reader(unsigned int flags)
+{
+	struct pt_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->flags = flags;
+	r->fd = -1;
+	r->task = PT_TASK_UNKNOWN;
+	r->want = 8;
+	return r;
+}
+
+int pt_reader_open_fd_params(struct pt_reader **out, int fd,
+			     const struct pt_reader_params *p)
+{
+	struct pt_reader *r;
+	size_t cap = p && p->buf_size ? p->buf_size : PT_READER_DEFAULT_BUF;
+
+	*out = NULL;
+	if (fd < 0 || cap < PT_READER_MIN_BUF)
+		return -EINVAL;
+	r = alloc_reader(p ? p->flags : 0);
+	if (!r)
+		return -ENOMEM;
+	/* Whole words only, so every word sits at an 8-aligned buffer offset. */
+	r->cap = cap & ~(size_t)7;
+	r->buf = malloc(r->cap);
+	if (!r->buf) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->fd = fd;
+	return open_common(out, r);
+}
+
+int pt_reader_open_fd(struct pt_reader **out, int fd, unsigned int flags)
+{
+	struct pt_reader_params p = { .flags = flags };
+
+	return pt_reader_open_fd_params(out, fd, &p);
+}
+
+int pt_reader_open_mem(struct pt_reader **out, const void *buf, size_t len,
+		       unsigned int flags)
+{
+	struct pt_reader *r;
+
+	*out = NULL;
+	if (!buf && len)
+		return -EINVAL;
+	r = alloc_reader(flags);
+	if (!r)
+		return -ENOMEM;
+	/* Never written: pt_fill() does not move data once eof is set. */
+	r->buf = (unsigned char *)buf;
+	r->cap = r->len = len;
+	r->eof = true;
+	r->mem = true;
+	return open_common(out, r);
+}
+
+void pt_reader_close(struct pt_reader *r)
+{
+	if (!r)
+		return;
+	if (!r->mem)
+		free(r->buf);
+	free(r->release);
+	free(r->zones);
+	free(r->cpus);
+	free(r);
+}
+
+const struct pagetrace_header *pt_reader_header(const struct pt_reader *r)
+{
+	return &r->hdr;
+}
+
+const char *pt_reader_release(const struct pt_reader *r)
+{
+	return r->release ? r->release : "";
+}
+
+unsigned int pt_reader_zones(const struct pt_reader *r, const struct pt_zone **zones)
+{
+	*zones = r->zones;
+	return r->nr_zones;
+}
+
+const struct pt_session *pt_reader_session(const struct pt_reader *r)
+{
+	return r->has_session ? &r->session : NULL;
+}
+
+const char *pt_reader_error(const struct pt_reader *r)
+{
+	return r->errmsg;
+}
+
+const struct pt_reader_counters *pt_reader_counters(const struct pt_reader *r)
+{
+	return &r->cnt;
+}
+
+void pt_reader_set_chunk_cb(struct pt_reader *r, pt_chunk_cb cb, void *arg)
+{
+	r->chunk_cb = cb;
+	r->chunk_cb_arg = arg;
+}
+
+const char *pt_event_type_name(unsigned int type)
+{
+	switch (type) {
+	case PT_EV_ALLOC:
+		return "alloc";
+	case PT_EV_FREE:
+		return "free";
+	case PT_EV_RECLAIM:
+		return "reclaim";
+	case PT_EV_TASK:
+		return "task";
+	}
+	return "?";
+}

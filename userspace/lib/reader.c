@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The streaming decoder: chunk headers and the word loop.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include "internal.h"
+
+#define CHUNK_HDR	sizeof(struct pagetrace_chunk)
+/* npages of a large event must also fit the PFN space it describes. */
+#define LARGE_NPAGES_MAX (PAGETRACE_PFN_MAX + 1)
+/* Bits of a task record's id between the tgid and PAGETRACE_ID_TASK. */
+#define TASK_ID_RESERVED (~(PAGETRACE_ID_TASK | 0xffffffffULL) & \
+			  (~0ULL >> PAGETRACE_ID_SHIFT))
+
+void pt_escape(char *dst, const unsigned char *src, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = src[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
+			*dst++ = c;
+		} else {
+			*dst++ = '\\';
+			*dst++ = 'x';
+			*dst++ = hex[c >> 4];
+			*dst++ = hex[c & 15];
+		}
+	}
+	*dst = '\0';
+}
+
+static uint64_t cur_off(const struct pt_reader *r)
+{
+	return r->buf_off + r->pos;
+}
+
+static int truncated_chunk(struct pt_reader *r)
+{
+	uint64_t have = r->buf_off + r->len - r->chunk.offset;
+
+	return pt_set_error(r, -EBADMSG, r->chunk.offset,
+			    "file ends inside a chunk (need %llu bytes, have %llu)",
+			    (unsigned long long)(CHUNK_HDR + 8ULL * r->chunk.nr_words),
+			    (unsigned long long)have);
+}
+
+/* Chunks of one CPU are stitched together only outside snapshots. */
+static void end_chunk(struct pt_reader *r)
+{
+	if (!(r->chunk.flags & PAGETRACE_CHUNK_SNAPSHOT))
+		r->cpus[r->chunk.cpu].last_ns = r->last_ns;
+}
+
+/* Returns 1 with a chunk started, 0 at a clean end, or an error. */
+static int start_chunk(struct pt_reader *r)
+{
+	const struct pagetrace_header *h = &r->hdr;
+	struct pt_chunk *c = &r->chunk;
+	struct pt_cpu_state *cs;
+	const unsigned char *p;
+	uint64_t off, w0, w1, base, expect;
+	uint32_t reserved;
+	bool snap;
+	ssize_t have;
+
+	have = pt_fill(r, CHUNK_HDR + 16);
+	if (have < 0)
+		return have;
+	if (have == 0)
+		return 0;
+	off = cur_off(r);
+	if ((size_t)have < CHUNK_HDR)
+		return pt_set_error(r, -EBADMSG, off,
+				    "file ends inside a chunk header (need %zu bytes, have %zd)",
+				    CHUNK_HDR, have);
+	p = r->buf + r->pos;
+	if (memcmp(p, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN)) {
+		char m[4 * PAGETRACE_CHUNK_MAGIC_LEN + 1];
+
+		pt_escape(m, p, PAGETRACE_CHUNK_MAGIC_LEN);
+		return pt_set_error(r, -EBADMSG, off,
+				    "chunk magic is '%s', expected '%s'", m,
+				    PAGETRACE_CHUNK_MAGIC);
+	}
+	c->offset = off;
+	c->cpu = pt_load16(p + offsetof(struct pagetrace_chunk, cpu));
+	c->flags = pt_load16(p + offsetof(struct pagetrace_chunk, flags));
+	c->nr_words = pt_load32(p + offsetof(struct pagetrace_chunk, nr_words));
+	reserved = pt_load32(p + offsetof(struct pagetrace_chunk, reserved));
+	c->seq = pt_load64(p + offsetof(struct pagetrace_chunk, seq));
+	c->lost = pt_load64(p + offsetof(struct pagetrace_chunk, lost));
+	c->missing = 0;
+	snap = c->flags & PAGETRACE_CHUNK_SNAPSHOT;
+
+	if (c->cpu >= h->nr_cpus)
+		return pt_set_error(r, -EBADMSG, off, "chunk cpu %u >= nr_cpus %u",
+				    c->cpu, h->nr_cpus);
+	if (reserved)
+		return pt_set_error(r, -EBADMSG, off,
+				    "chunk reserved field is 0x%x, expected 0", reserved);
+	if (c->nr_words < 2)
+		return pt_set_error(r, -EBADMSG, off,
+				    "chunk has %u words, need at least 2 (pid, sync)",
+				    c->nr_words);
+	if (CHUNK_HDR + 8ULL * c->nr_words > h->chunk_size)
+		return pt_set_error(r, -EBADMSG, off,
+				    "chunk has %u words, more than chunk_size %u holds",
+				    c->nr_words, h->chunk_size);
+
+	cs = &r->cpus[c->cpu];
+	if (snap) {
+		if (c->seq)
+			return pt_set_error(r, -EBADMSG, off,
+					    "snapshot chunk has seq %llu, expected 0",
+					    (unsigned long long)c->seq);
+	} else {
+		expect = cs->seen ? cs->next_seq : 0;
+		if (c->seq < expect ||
+		    (c->seq > expect && !(h->flags & PAGETRACE_FLAG_OVERWRITE)))
+			return pt_set_error(r, -EBADMSG, off,
+					    "cpu %u chunk seq %llu, expected %llu",
+					    c->cpu, (unsigned long long)c->seq,
+					    (unsigned long long)expect);
+		c->missing = c->seq - expect;
+	}
+
+	if ((size_t)have < CHUNK_HDR + 16)
+		return truncated_chunk(r);
+	w0 = pt_load64(p + CHUNK_HDR);
+	w1 = pt_load64(p + CHUNK_HDR + 8);
+	if (!pagetrace_word_is_pid(w0))
+		return pt_set_error(r, -EBADMSG, off + CHUNK_HDR,
+				    "chunk word 0 is 0x%016llx, not a pid word",
+				    (unsigned long long)w0);
+	if (pagetrace_word_id(w0) != c->cpu)
+		return pt_set_error(r, -EBADMSG, off + CHUNK_HDR,
+				    "chunk word 0 has id %llu, expected cpu %u",
+				    (unsigned long long)pagetrace_word_id(w0), c->cpu);
+	if (w1 & (PAGETRACE_TYPE_MASK | PAGETRACE_IS_PID))
+		return pt_set_error(r, -EBADMSG, off + CHUNK_HDR + 8,
+				    "chunk word 1 is 0x%016llx, not a sync word",
+				    (unsigned long long)w1);
+	base = pagetrace_word_sync_ns(w1);
+	if (!snap && base < cs->last_ns)
+		return pt_set_error(r, -EBADMSG, off + CHUNK_HDR + 8,
+				    "time goes backwards on cpu %u: %llu ns after %llu ns",
+				    c->cpu, (unsigned long long)base,
+				    (unsigned long long)cs->last_ns);
+
+	if (!snap) {
+		cs->seen = true;
+		cs->next_seq = c->seq + 1;
+		if (c->missing) {
+			r->cnt.seq_gaps++;
+			r->cnt.missing_chunks += c->missing;
+		}
+	} else {
+		r->cnt.snapshot_chunks++;
+	}
+	r->cnt.chunks++;
+	r->cnt.lost += c->lost;
+	r->cnt.bytes += CHUNK_HDR + 8ULL * c->nr_words;
+
+	r->pos += CHUNK_HDR + 16;
+	r->words_left = c->nr_words - 2;
+	r->base_ns = base;
+	r->last_ns = base;
+	r->task = PT_TASK_UNKNOWN;
+	r->want = 8;
+	if (!r->words_left)
+		end_chunk(r);
+
+	if (r->chunk_cb) {
+		int ret = r->chunk_cb(c, r->chunk_cb_arg);
+
+		if (ret < 0) {
+			r->err = ret;
+			snprintf(r->errmsg, sizeof(r->errmsg),
+				 "offset %llu: stopped by the chunk callback (%d)",
+				 (unsigned long long)off, ret);
+			return ret;
+		}
+	}
+	return 1;
+}
+
+/*
+ * Decode words of the current chunk that are in the buffer, up to @max
+ * events.  The hot state lives in locals so the loop stays in registers;
+ * it is written back once at the end.  Returns events decoded, or an error
+ * (then r->err is set and events before it count as not decoded: the caller
+ * returns them first via *@n).
+ */
+static int decode_words(struct pt_reader *r, struct pt_event *evs,
+			unsigned int max, unsigned int *n)
+{
+	const unsigned char *p = r->buf + r->pos;
+	uint64_t navail = (r->len - r->pos) / 8;
+	uint64_t left = r->words_left;
+	uint64_t base = r->base_ns, last = r->last_ns;
+	uint64_t seq = r->chunk.seq;
+	uint32_t cpu = r->chunk.cpu;
+	uint16_t cflags = r->chunk.flags;
+	int64_t task = r->task;
+	unsigned int k = *n;
+	uint64_t i = 0, ntasks = 0;
+	uint64_t nev = 0;
+	int ret = 0;
+
+	if (navail > left)
+		navail = left;
+	while (i < navail && k < max) {
+		uint64_t w = pt_load64(p + 8 * i);
+
+		if (likely(w & PAGETRACE_TYPE_MASK)) {
+			uint64_t npages = pagetrace_word_npages(w);
+			uint64_t t = base + pagetrace_word_delta_ns(w);
+			struct pt_event *ev = &evs[k];
+			uint64_t at = i;
+
+			if (unlikely(pagetrace_word_is_large(w))) {
+				if (i + 1 >= navail) {
+					if (left - i == 1) {
+						ret = -EBADMSG;
+						pt_set_error(r, ret, cur_off(r) + 8 * i,
+							     "large event is the last word of its chunk");
+						break;
+					}
+					/* Its npages word is not read yet. */
+					r->want = 16;
+					break;
+				}
+				if (npages) {
+					ret = -EBADMSG;
+					pt_set_error(r, ret, cur_off(r) + 8 * i,
+						     "large event word 0x%016llx has npages field %llu, expected 0",
+						     (unsigned long long)w,
+						     (unsigned long long)npages);
+					break;
+				}
+				npages = pt_load64(p + 8 * (i + 1));
+				if (npages <= PAGETRACE_NPAGES_MAX || npages > LARGE_NPAGES_MAX) {
+					ret = -EBADMSG;
+					pt_set_error(r, ret, cur_off(r) + 8 * i,
+						     "large event has npages %llu, expected %llu..%llu",
+						     (unsigned long long)npages,
+						     PAGETRACE_NPAGES_MAX + 1,
+						     (unsigned long long)LARGE_NPAGES_MAX);
+					break;
+				}
+				i += 2;
+			} else {
+				if (unlikely(!npages)) {
+					ret = -EBADMSG;
+					pt_set_error(r, ret, cur_off(r) + 8 * i,
+						     "event word 0x%016llx has npages 0",
+						     (unsigned long long)w);
+					break;
+				}
+				i++;
+			}
+			if (unlikely(t < last)) {
+				ret = -EBADMSG;
+				pt_set_error(r, ret, cur_off(r) + 8 * at,
+					     "time goes backwards on cpu %u: %llu ns after %llu ns",
+					     cpu, (unsigned long long)t,
+					     (unsigned long long)last);
+				i = at;
+				break;
+			}
+			last = t;
+			ev->time_ns = t;
+			ev->pfn = pagetrace_word_pfn(w);
+			ev->npages = npages;
+			ev->offset = cur_off(r) + 8 * at;
+			ev->seq = seq;
+			ev->task = task;
+			ev->cpu = cpu;
+			ev->chunk_flags = cflags;
+			ev->type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
+			ev->__pad = 0;
+			k++;
+			nev++;
+		} else if (w & PAGETRACE_IS_PID) {
+			uint64_t id = pagetrace_word_id(w);
+
+			if (!(id & PAGETRACE_ID_TASK) || (id & TASK_ID_RESERVED)) {
+				ret = -EBADMSG;
+				pt_set_error(r, ret, cur_off(r) + 8 * i,
+					     "pid word 0x%016llx inside a chunk is not a task record",
+					     (unsigned long long)w);
+				break;
+			}
+			task = (int64_t)(id & 0xffffffffULL);
+			ntasks++;
+			if (r->flags & PT_READER_TASKS) {
+				struct pt_event *ev = &evs[k++];
+
+				ev->time_ns = last;
+				ev->pfn = 0;
+				ev->npages = 0;
+				ev->offset = cur_off(r) + 8 * i;
+				ev->seq = seq;
+				ev->task = task;
+				ev->cpu = cpu;
+				ev->chunk_flags = cflags;
+				ev->type = PT_EV_TASK;
+				ev->__pad = 0;
+			}
+			i++;
+		} else {
+			uint64_t t = pagetrace_word_sync_ns(w);
+
+			if (unlikely(t < last)) {
+				ret = -EBADMSG;
+				pt_set_error(r, ret, cur_off(r) + 8 * i,
+					     "time goes backwards on cpu %u: sync to %llu ns after %llu ns",
+					     cpu, (unsigned long long)t,
+					     (unsigned long long)last);
+				break;
+			}
+			base = last = t;
+			i++;
+		}
+	}
+
+	r->pos += 8 * i;
+	r->words_left = left - i;
+	r->base_ns = base;
+	r->last_ns = last;
+	r->task = task;
+	r->cnt.events += nev;
+	r->cnt.tasks += ntasks;
+	*n = k;
+	if (!ret && !r->words_left)
+		end_chunk(r);
+	return ret;
+}
+
+int pt_reader_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max)
+{
+	unsigned int n = 0;
+	int ret;
+
+	if (r->err)
+		return r->err;
+	while (n < max) {
+		if (!r->words_left) {
+			ret = start_chunk(r);
+			if (ret <= 0)
+				return n ? (int)n : ret;
+			continue;
+		}
+		if (r->len - r->pos < r->want) {
+			ssize_t have = pt_fill(r, r->want);
+
+			if (have < 0)
+				return n ? (int)n : (int)have;
+			if ((size_t)have < r->want) {
+				ret = truncated_chunk(r);
+				return n ? (int)n : ret;
+			}
+			r->want = 8;
+		}
+		ret = decode_words(r, evs, max, &n);
+		if (ret)
+			return n ? (int)n : ret;
+	}
+	return n;
+}
+
+int pt_reader_next(struct pt_reader *r, struct pt_event *ev)
+{
+	return pt_reader_next_batch(r, ev, 1);
+}

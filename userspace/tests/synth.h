@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A synthetic trace writer for the tests: builds v1 streams in memory with
+ * the uapi encoders, the way the module is meant to, and records the events
+ * a correct reader must return for them.
+ */
+#ifndef PT_TESTS_SYNTH_H
+#define PT_TESTS_SYNTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "libpagetrace.h"
+
+struct synth_cpu {
+	uint64_t	*words;
+	unsigned int	nr;
+	uint64_t	seq;
+	uint64_t	lost;
+	uint64_t	base;		/* time base of the open chunk, 128 ns steps */
+	uint64_t	last;		/* latest time written, for clamping */
+	int64_t		task;
+	bool		snapshot;	/* the open chunk is a snapshot chunk */
+	uint64_t	saved_last;	/* last outside the snapshot */
+	struct pt_event	*pending;	/* expected events of the open chunk */
+	unsigned int	npending;
+};
+
+struct synth {
+	unsigned char	*buf;
+	size_t		len;
+	size_t		cap;
+	struct pagetrace_header hdr;
+	unsigned int	max_words;	/* words a chunk holds */
+	struct synth_cpu *cpus;
+	struct pt_event	*exp;		/* what the reader must return, in order */
+	size_t		nexp;
+	size_t		capexp;
+	uint64_t	nsyncs;		/* sync words written after word 1 */
+};
+
+/* A header with a release, one zone and a session record; start_ns = 1 s. */
+void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+		unsigned int flags);
+void synth_free(struct synth *s);
+
+/* t is clamped up to the CPU's last time, as a writer must. */
+void synth_event(struct synth *s, unsigned int cpu, uint64_t t, unsigned int type,
+		 uint64_t pfn, uint64_t npages);
+void synth_task(struct synth *s, unsigned int cpu, uint32_t tgid);
+/* Close the CPU's open chunk (no-op if none) with these chunk flags. */
+void synth_flush(struct synth *s, unsigned int cpu, unsigned int flags);
+void synth_flush_all(struct synth *s);
+/* Start a snapshot chunk on @cpu; synth_flush() ends it. */
+void synth_snapshot(struct synth *s, unsigned int cpu);
+
+/* Raw pieces, for corrupting. */
+void synth_put(struct synth *s, const void *p, size_t n);
+void synth_put_chunk(struct synth *s, unsigned int cpu, unsigned int flags,
+		     uint64_t seq, uint64_t lost, const uint64_t *words, unsigned int n);
+
+/* Write all of s->buf to @fd in pieces of 1..@max_piece bytes. */
+int synth_write_slowly(int fd, const void *buf, size_t len, unsigned int max_piece,
+		       unsigned int seed);
+
+/* A small deterministic PRNG so failures reproduce. */
+static inline uint64_t synth_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*state = x;
+	return x;
+}
+
+#endif
+
+/*
+ * Read @r to its end into a malloc'ed array (*evs, *n); returns the final
+ * pt_reader_next_batch() result: 0 or an error.  @batch 1 uses
+ * pt_reader_next().
+ */
+int synth_read_all(struct pt_reader *r, unsigned int batch, struct pt_event **evs,
+		   size_t *n);
+/*
+ * Compare @n events against the first @n expected ones (all of them if
+ * @exact); returns -1 if equal, else the first index that differs, with a
+ * description in @why.
+ */
+long synth_compare(const struct synth *s, const struct pt_event *got, size_t n,
+		   bool exact, char *why, size_t whylen);
