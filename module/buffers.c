@@ -112,8 +112,8 @@ static bool pt_needs_flush(int cpu, void *info)
 	struct pt_session *sess = info;
 	struct pt_cpu *c = &sess->cpus[cpu];
 
-	return READ_ONCE(c->chunk) && (READ_ONCE(c->len) > 2 ||
-				       READ_ONCE(c->lost));
+	return READ_ONCE(c->lost) || (READ_ONCE(c->chunk) &&
+				      READ_ONCE(c->len) > 2);
 }
 
 /*
@@ -174,6 +174,29 @@ void pt_flush(struct pt_session *sess, bool all)
 
 	cpus_read_unlock();
 	mutex_unlock(&sess->flush_lock);
+}
+
+/**
+ * pt_flush_late_losses - report losses the final flush had no buffer for
+ * @sess: a stopped session
+ *
+ * A CPU whose buffers were all waiting for the reader when the session
+ * stopped could not put its last losses in a chunk.  Once the reader has
+ * drained it, buffers are free again, and one more flush carries them.
+ *
+ * Return: whether there were such losses (and a chunk now holds them).
+ */
+bool pt_flush_late_losses(struct pt_session *sess)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		if (READ_ONCE(sess->cpus[cpu].lost)) {
+			pt_flush(sess, true);
+			return true;
+		}
+	}
+	return false;
 }
 
 void pt_flush_work_fn(struct work_struct *work)

@@ -14,8 +14,8 @@
  *  release  stops the session and frees it.
  *
  * The file holds a reference on the module (fops.owner), so rmmod while a
- * reader holds the device fails with -EBUSY instead of pulling the code
- * from under it.
+ * reader holds the device is refused (delete_module() fails with
+ * -EWOULDBLOCK, "in use") instead of pulling the code from under it.
  */
 #include <linux/atomic.h>
 #include <linux/capability.h>
@@ -83,8 +83,8 @@ static ssize_t pt_read(struct file *file, char __user *buf, size_t count,
 		       loff_t *ppos)
 {
 	struct pt_session *sess = file->private_data;
+	bool stopped, late_done = false;
 	ssize_t done, ret;
-	bool stopped;
 
 	if (!count)
 		return 0;
@@ -104,8 +104,15 @@ static ssize_t pt_read(struct file *file, char __user *buf, size_t count,
 		}
 		sess->read_off += ret;
 		done += ret;
-		if (done || stopped)
+		if (done)
 			break;
+		if (stopped) {
+			/* Drained: the last losses may need a buffer now. */
+			if (late_done || !pt_flush_late_losses(sess))
+				break;
+			late_done = true;
+			continue;
+		}
 		if (file->f_flags & O_NONBLOCK) {
 			done = -EAGAIN;
 			break;
@@ -204,7 +211,7 @@ static const struct file_operations pt_fops = {
 	.poll		= pt_poll,
 	.unlocked_ioctl	= pt_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
-	.llseek		= no_llseek,
+	/* No llseek: stream_open() makes seeking fail with -ESPIPE. */
 };
 
 static struct miscdevice pt_miscdev = {

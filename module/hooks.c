@@ -31,6 +31,27 @@
  *                         tail pages, page_frag, and memory handed to the
  *                         allocator at boot or hotplug.
  *
+ * 6.12 (the allocator entry points gained _noprof; free_pages_prepare() is
+ * inlined into the free paths)
+ *  allocation
+ *   __alloc_pages_noprof, alloc_pages_bulk_noprof  as on 6.1.
+ *   post_alloc_hook       (kprobe) compaction_alloc() and
+ *                         release_free_list(), which turns compaction's
+ *                         unused free pages back into allocated pages only
+ *                         to free them at once (an alloc then a free).
+ *  free
+ *   free_unref_page       (kprobe) orders <= 3 and THP; it tail-jumps to
+ *                         __free_pages_ok for the others, so it reports
+ *                         only what it keeps (see pt_free_unref_page()).
+ *   __free_pages_ok       (kprobe) every other order, alloc_pages_exact's
+ *                         tail pages, boot and hotplug memory.
+ *   free_unref_folios     (kprobe) folio batches: folios_put_refs (and so
+ *                         release_pages), put_pages_list, and reclaim.
+ *   free_pages_prepare    (kprobe) the out-of-line copy serves only
+ *                         compaction_free(): a migration target handed back.
+ *
+ * The 6.1 PREEMPT_RT kernel has 6.1's symbols and call graph.
+ *
  * A probe hit that the kprobe core drops because another probe is running
  * on the same CPU (an interrupt that frees a page while a handler runs) is
  * counted in the probe's nmissed; pt_hooks_missed() sums them so they are
@@ -42,6 +63,8 @@
 #include <linux/kprobes.h>
 #include <linux/list.h>
 #include <linux/mm.h>
+#include <linux/huge_mm.h>
+#include <linux/pagevec.h>
 #include <linux/ptrace.h>
 #include <linux/utsname.h>
 
@@ -161,6 +184,34 @@ static int pt_free(struct kprobe *p, struct pt_regs *regs)
 }
 
 /*
+ * free_unref_page(page, order) on 6.12 keeps the orders the per-CPU lists
+ * take and passes the rest on to __free_pages_ok(), by a tail jump, so the
+ * return address cannot tell; the test is the kernel's pcp_allowed_order()
+ * (checked against its disassembly: order <= 3 || order == 9).
+ */
+static int pt_free_unref_page(struct kprobe *p, struct pt_regs *regs)
+{
+	unsigned int order = regs_get_kernel_argument(regs, 1);
+
+	if (order <= PAGE_ALLOC_COSTLY_ORDER ||
+	    (IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) && order == HPAGE_PMD_ORDER))
+		return pt_free(p, regs);
+	return 0;
+}
+
+/* free_unref_folios(folios): every folio of the batch is freed. */
+static int pt_free_folios(struct kprobe *p, struct pt_regs *regs)
+{
+	struct folio_batch *fb = (void *)regs_get_kernel_argument(regs, 0);
+	unsigned int i;
+
+	for (i = 0; i < folio_batch_count(fb); i++)
+		pt_emit(PAGETRACE_EV_FREE, folio_pfn(fb->folios[i]),
+			folio_nr_pages(fb->folios[i]));
+	return 0;
+}
+
+/*
  * The attach table.  Entries apply to kernels in [since, until).  Every
  * entry that applies must attach, or the module refuses to load.
  */
@@ -191,6 +242,19 @@ static const struct pt_hook pt_hook_table[] = {
 	{ PT_V(6, 1), PT_V(6, 2), "post_alloc_hook", .pre = pt_compact_alloc },
 	{ PT_V(6, 1), PT_V(6, 2), "free_pcp_prepare", .pre = pt_free },
 	{ PT_V(6, 1), PT_V(6, 2), "__free_pages_ok", .pre = pt_free },
+
+	{ PT_V(6, 12), PT_V(6, 13), "alloc_pages_bulk_noprof",
+	  .entry = pt_bulk_entry, .ret = pt_bulk_return,
+	  .data_size = sizeof(struct pt_bulk_data),
+	  .range_start = &pt_bulk_start, .range_size = &pt_bulk_size },
+	{ PT_V(6, 12), PT_V(6, 13), "__alloc_pages_noprof",
+	  .entry = pt_alloc_entry, .ret = pt_alloc_return,
+	  .data_size = sizeof(struct pt_alloc_data) },
+	{ PT_V(6, 12), PT_V(6, 13), "post_alloc_hook", .pre = pt_compact_alloc },
+	{ PT_V(6, 12), PT_V(6, 13), "free_unref_page", .pre = pt_free_unref_page },
+	{ PT_V(6, 12), PT_V(6, 13), "__free_pages_ok", .pre = pt_free },
+	{ PT_V(6, 12), PT_V(6, 13), "free_unref_folios", .pre = pt_free_folios },
+	{ PT_V(6, 12), PT_V(6, 13), "free_pages_prepare", .pre = pt_free },
 };
 
 #define PT_MAX_HOOKS	ARRAY_SIZE(pt_hook_table)

@@ -149,6 +149,7 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags);
 int pt_buffers_alloc(struct pt_session *sess);
 void pt_buffers_free(struct pt_session *sess);
 void pt_flush(struct pt_session *sess, bool all);
+bool pt_flush_late_losses(struct pt_session *sess);
 void pt_flush_work_fn(struct work_struct *work);
 bool pt_reader_ready(struct pt_session *sess);
 ssize_t pt_read_chunks(struct pt_session *sess, char __user *buf, size_t count);

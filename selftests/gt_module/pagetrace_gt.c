@@ -311,7 +311,12 @@ static void gt_order10(const char *op) { gt_pages(op, GFP_KERNEL | __GFP_COMP, 1
 static void gt_atomic(const char *op) { gt_pages(op, GFP_ATOMIC, 0); }
 static void gt_folio0(const char *op) { gt_folio(op, 0); }
 static void gt_folio2(const char *op) { gt_folio(op, 2); }
-static void gt_folio_thp(const char *op) { gt_folio(op, HPAGE_PMD_ORDER); }
+static void gt_folio_thp(const char *op)
+{
+	if (!IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE))
+		return gt_skip(op, "no THP in this kernel");
+	gt_folio(op, HPAGE_PMD_ORDER);
+}
 
 static const struct gt_op {
 	const char	*name;
