@@ -1,0 +1,224 @@
+#!/bin/bash
+# Boot a host-installed Debian kernel under QEMU (TCG) with a tiny busybox
+# initramfs, share a host directory into the guest over 9p, run the caller's
+# DIR/run.sh as root inside the guest and exit with its exit status.
+#
+# Usage:
+#   scripts/vm-run.sh --kernel RELEASE --share DIR [--timeout SECONDS] [--mem MB]
+#                     [--cpus N] [--bin /host/binary ...] [--append "cmdline"]
+#
+# Exit status: the guest script's status; 124 on timeout; 125 if the guest
+# never wrote DIR/.exit-status (kernel panic, 9p failure, ...); 2 on usage error.
+#
+# Why these choices:
+#  - TCG only: the host cannot use KVM reliably (guest hangs with -accel kvm).
+#  - The initramfs is built from host files (busybox-static, the kernel's own
+#    modules), so no image download or root filesystem is needed.  It is cached
+#    per kernel release under build/vm/RELEASE/ and rebuilt when inputs change.
+#  - 9p is modular in Debian kernels, so the needed modules (and their
+#    dependencies from modules.dep) are packed, decompressed, and insmod'ed in
+#    dependency order by /init (busybox insmod cannot read .ko.xz).
+set -euo pipefail
+shopt -s inherit_errexit # fail on errors inside $(...) too (module resolution)
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SELF="$ROOT/scripts/vm-run.sh"
+
+die() { echo "vm-run: $*" >&2; exit 2; }
+
+KERNEL='' SHARE='' TIMEOUT=600 MEM=2048 CPUS=2 APPEND=''
+BINS=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel)  KERNEL=${2:?}; shift 2 ;;
+	--share)   SHARE=${2:?}; shift 2 ;;
+	--timeout) TIMEOUT=${2:?}; shift 2 ;;
+	--mem)     MEM=${2:?}; shift 2 ;;
+	--cpus)    CPUS=${2:?}; shift 2 ;;
+	--bin)     BINS+=("$(realpath "${2:?}")"); shift 2 ;;
+	--append)  APPEND=${2?}; shift 2 ;;
+	-h|--help) sed -n '2,12p' "$SELF"; exit 0 ;;
+	*) die "unknown argument: $1" ;;
+	esac
+done
+[ -n "$KERNEL" ] || die "--kernel RELEASE is required (see scripts/kernels.sh)"
+[ -n "$SHARE" ] || die "--share DIR is required"
+SHARE=$(realpath "$SHARE")
+VMLINUZ=/boot/vmlinuz-$KERNEL
+MODDIR=/lib/modules/$KERNEL
+[ -r "$VMLINUZ" ] || die "$VMLINUZ not found"
+[ -r "$MODDIR/modules.dep" ] || die "$MODDIR/modules.dep not found"
+[ -f "$SHARE/run.sh" ] || die "$SHARE/run.sh not found"
+for b in "${BINS[@]}"; do [ -x "$b" ] || die "--bin $b is not an executable file"; done
+
+# Modules needed to mount the share: virtio PCI transport, 9p over virtio,
+# the 9p filesystem.  Their dependencies are resolved below.
+WANT_MODULES=(virtio_pci 9pnet_virtio 9p)
+
+# ---------------------------------------------------------------- initramfs
+
+# Print modules.dep paths for module $1 and its dependencies, dependencies
+# first (depth-first), skipping modules built into the kernel.
+declare -A SEEN=()
+resolve_module() {
+	local name=$1 line path dep
+	# modules.dep uses the file name; '-' and '_' are interchangeable.
+	line=$(grep -E "(^|/)${name//[-_]/[-_]}\.ko(\.xz|\.zst|\.gz)?:" "$MODDIR/modules.dep" || true)
+	if [ -z "$line" ]; then
+		grep -qE "/${name//[-_]/[-_]}\.ko$" "$MODDIR/modules.builtin" 2>/dev/null && return 0
+		echo "vm-run: module $name not found for $KERNEL" >&2; return 1
+	fi
+	path=${line%%:*}
+	[ -n "${SEEN[$path]:-}" ] && return 0
+	SEEN[$path]=1
+	for dep in ${line#*:}; do
+		dep=${dep##*/}; resolve_module "${dep%%.ko*}"
+	done
+	echo "$path"
+}
+
+# Host binaries always packed: the dynamic loader and libc (via /bin/true), so
+# dynamically linked test programs built on the host and placed in the share
+# run in the guest too.  --bin adds more programs and their libraries.
+shared_libs() {
+	{ ldd "$@" 2>/dev/null || true; } |
+		awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }' | sort -u
+}
+
+MODS=$(for m in "${WANT_MODULES[@]}"; do resolve_module "$m"; done)
+mapfile -t LIBS < <(shared_libs /bin/true "${BINS[@]}")
+
+CACHE="$ROOT/build/vm/$KERNEL"
+mkdir -p "$CACHE"
+INITRD="$CACHE/initramfs.cpio"
+# Anything that changes the image content goes into the stamp.
+STAMP=$(
+	cd /
+	sha256sum "$SELF" /bin/busybox "$MODDIR/modules.dep" "${LIBS[@]}" "${BINS[@]}"
+	echo "$MODS"
+	printf '%s\n' "${BINS[@]}"
+)
+STAMP=$(sha256sum <<<"$STAMP" | cut -d' ' -f1)
+
+write_init() {
+	cat >"$1" <<'EOF'
+#!/bin/sh
+# Guest side: set up the basics, mount the host share, run its run.sh.
+export PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin HOME=/root
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tracefs tracefs /sys/kernel/tracing
+mount -t tmpfs tmpfs /tmp
+ip link set lo up
+hostname vm
+
+while read -r m; do
+	insmod "/lib/modules/$m" || echo "init: insmod $m failed"
+done </lib/modules/load-order
+
+fail() { echo "init: $*"; sync; reboot -f; }
+mkdir -p /mnt/host
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 host /mnt/host ||
+	fail "cannot mount the 9p share"
+
+echo; echo "init: running /mnt/host/run.sh"
+cd /mnt/host
+sh /mnt/host/run.sh </dev/null >/dev/console 2>&1
+status=$?
+cd /
+echo "init: run.sh exited with status $status"
+echo "$status" >/mnt/host/.exit-status || echo "init: cannot write .exit-status"
+sync
+umount /mnt/host 2>/dev/null
+reboot -f
+EOF
+	chmod 755 "$1"
+}
+
+build_initramfs() {
+	local tmp b lib m i=0
+	# Staging tree; runs under the lock, and a failed build's leftovers are
+	# simply wiped by the next one.
+	tmp=$CACHE/root
+	rm -rf "$tmp"
+	mkdir -p "$tmp"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,etc,proc,sys,dev,tmp,root,mnt/host,lib/modules}
+	# Console node so the kernel can give /init its stdin/stdout/stderr
+	# before devtmpfs is mounted.
+	mknod -m 600 "$tmp/dev/console" c 5 1
+	cp /bin/busybox "$tmp/bin/busybox"
+	for b in $(/bin/busybox --list-full); do
+		[ -e "$tmp/$b" ] || ln -s /bin/busybox "$tmp/$b"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$tmp/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$tmp/etc/group"
+	# Modules, decompressed, numbered in load order.
+	for m in $MODS; do
+		i=$((i + 1))
+		local dst; dst=$(printf '%02d-%s' "$i" "$(basename "${m%.ko*}").ko")
+		case "$m" in
+		*.xz)  xz -dc "$MODDIR/$m" ;;
+		*.zst) zstd -qdc "$MODDIR/$m" ;;
+		*.gz)  gzip -dc "$MODDIR/$m" ;;
+		*)     cat "$MODDIR/$m" ;;
+		esac >"$tmp/lib/modules/$dst"
+		echo "$dst" >>"$tmp/lib/modules/load-order"
+	done
+	# Shared libraries and loader at their host paths (the loader path is
+	# hard-coded in binaries; libc lives in a default search directory).
+	for lib in "${LIBS[@]}"; do
+		mkdir -p "$tmp/$(dirname "$lib")"
+		cp -L "$lib" "$tmp/$lib"
+	done
+	for b in "${BINS[@]}"; do cp -L "$b" "$tmp/usr/local/bin/"; done
+	write_init "$tmp/init"
+	(cd "$tmp" && find . -print0 | cpio --null -o -H newc --owner 0:0 --quiet) >"$INITRD.tmp"
+	mv "$INITRD.tmp" "$INITRD"
+	rm -rf "$tmp"
+	echo "$STAMP" >"$CACHE/stamp"
+}
+
+# Serialise builds so parallel runs for the same kernel don't race.
+exec 9>"$CACHE/.lock"
+flock 9
+if [ ! -f "$INITRD" ] || [ "$(cat "$CACHE/stamp" 2>/dev/null)" != "$STAMP" ]; then
+	echo "vm-run: building initramfs for $KERNEL" >&2
+	build_initramfs
+fi
+flock -u 9
+
+# ---------------------------------------------------------------- boot
+
+rm -f "$SHARE/.exit-status"
+# nokaslr: /proc/kallsyms addresses match vmlinux for disassembly.
+# panic=-1 + -no-reboot: a panic ends QEMU at once instead of hanging.
+# No oops=panic: tests inspect dmesg for splats themselves.
+CMDLINE="console=ttyS0 panic=-1 nokaslr loglevel=4 $APPEND"
+
+# stdin from /dev/null: the run is non-interactive, and QEMU must not grab the
+# terminal.  The console is streamed to stdout and DIR/console.log; sed strips
+# the serial line's CRs and SeaBIOS's terminal escapes (unbuffered, so output
+# appears as it comes).
+set +e
+timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
+	-accel tcg -cpu max -m "$MEM" -smp "$CPUS" \
+	-nographic -no-reboot -nic none \
+	-kernel "$VMLINUZ" -initrd "$INITRD" -append "$CMDLINE" \
+	-virtfs "local,path=$SHARE,mount_tag=host,security_model=none,id=host" \
+	</dev/null 2>&1 | sed -u 's/\r$//; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' | tee "$SHARE/console.log"
+rc=${PIPESTATUS[0]}
+set -e
+
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+	echo "vm-run: TIMEOUT after ${TIMEOUT}s, QEMU killed" >&2
+	exit 124
+fi
+[ "$rc" = 0 ] || echo "vm-run: qemu exited with status $rc" >&2
+if [ ! -s "$SHARE/.exit-status" ]; then
+	echo "vm-run: guest wrote no .exit-status (kernel panic or boot failure?), see $SHARE/console.log" >&2
+	exit 125
+fi
+exit "$(cat "$SHARE/.exit-status")"
