@@ -275,7 +275,7 @@ int pt_read_header(struct pt_reader *r)
 
 static int open_common(struct pt_reader **out, struct pt_reader *r)
 {
-	int ret = pt_read_header(r);
+	int ret = r->flags & PT_READER_GO ? pt_go_open(r) : pt_read_header(r);
 
 	if (ret == -EBADMSG || ret == -EIO) {
 		/* Keep the reader for its message, but not its big buffer. */

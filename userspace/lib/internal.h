@@ -65,6 +65,8 @@ struct pt_reader {
 	bool			has_session;
 
 	struct pt_cpu_state	*cpus;
+	/* Go traces: entries of cpus, P id + 1 (index 0 is P -1). */
+	unsigned int		nr_cpu_states;
 
 	/* The chunk being decoded; words_left == 0 between chunks. */
 	struct pt_chunk		chunk;
@@ -86,5 +88,7 @@ int pt_set_error(struct pt_reader *r, int err, uint64_t off, const char *fmt, ..
 void pt_escape(char *dst, const unsigned char *src, size_t n);
 ssize_t pt_fill(struct pt_reader *r, size_t need);
 int pt_read_header(struct pt_reader *r);
+int pt_go_open(struct pt_reader *r);
+int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max);
 
 #endif

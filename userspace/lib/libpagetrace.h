@@ -74,6 +74,7 @@ struct pt_chunk {
 	uint32_t	nr_words;
 	uint32_t	cpu;
 	uint16_t	flags;
+	uint64_t	time_ns;	/* the chunk's first time base (word 1) */
 };
 
 /* Running totals of what the reader has passed so far. */
@@ -90,6 +91,27 @@ struct pt_reader_counters {
 
 /* pt_reader_params.flags */
 #define PT_READER_TASKS		(1U << 0)	/* return task records as PT_EV_TASK */
+/*
+ * The input is a Go runtime page trace (GODEBUG=pagetrace=FILE from a
+ * program built with GOEXPERIMENT=pagetrace), not a v1 stream.  That format
+ * is raw words, no header: per-P buffers, each a pid word (the P's id, -1
+ * when the writer had no P), a sync word, then events.  The reader makes
+ * up a header for it: page_shift 13 (Go's 8 KiB pages), clock monotonic
+ * (Go's nanotime), start_ns the first buffer's time base, header_size 0,
+ * chunk_size 32768 (Go's buffer), and nr_cpus one more than the highest P
+ * id seen so far (it grows while reading).  Each buffer is a chunk for the
+ * chunk callback (seq counts the P's buffers, nr_words is 0: not known
+ * up front).  Events carry the P id in @cpu, PT_CPU_NONE for -1, and the
+ * page number (address >> 13) in @pfn, so address = pfn << page_shift;
+ * @npages counts 8 KiB pages, and type PT_EV_RECLAIM is Go's "scavenge".
+ * Go times are not checked for order between events: the runtime may log
+ * a timestamp taken a little earlier.
+ */
+#define PT_READER_GO		(1U << 1)
+/* P ids of Go traces must be below this (GOMAXPROCS is rarely near it). */
+#define PT_GO_MAX_P		65536U
+/* pt_event.cpu of a Go event logged without a P (P id -1). */
+#define PT_CPU_NONE		UINT32_MAX
 
 #define PT_READER_DEFAULT_BUF	(1U << 20)
 #define PT_READER_MIN_BUF	64U
@@ -193,8 +215,10 @@ struct pt_cpu_stats {
  * @pages_by_type: pages per type
  * @by_order: events with npages == 1 << order
  * @other_order: events whose npages is not a power of two
- * @nr_cpus: entries in @cpus (the header's nr_cpus)
+ * @nr_cpus: entries in @cpus: the header's nr_cpus, more if events of
+ *	     higher CPUs came by (Go traces), up to PT_GO_MAX_P
  * @first_ns, @last_ns: earliest and latest event time (valid if events)
+ * @no_cpu: events and chunks with cpu PT_CPU_NONE (Go: logged without a P)
  */
 struct pt_stats {
 	uint64_t		events;
@@ -213,6 +237,7 @@ struct pt_stats {
 	uint64_t		last_ns;
 	unsigned int		nr_cpus;
 	struct pt_cpu_stats	*cpus;
+	struct pt_cpu_stats	no_cpu;
 };
 
 int pt_stats_init(struct pt_stats *s, unsigned int nr_cpus);
@@ -225,6 +250,233 @@ void pt_stats_add_chunk(struct pt_stats *s, const struct pt_chunk *c);
  * at a clean end, else the reader's error; @s then holds what came before.
  */
 int pt_stats_collect(struct pt_reader *r, struct pt_stats *s);
+
+/*
+ * Analysis (analysis.c): what needs the events in time order.
+ *
+ * Chunks of different CPUs interleave in the stream in no particular
+ * order, so an allocation on one CPU may come after its free on another.
+ * pt_analysis puts events back in time order: each CPU's events are
+ * already ordered, so it queues them per CPU and merges the queues,
+ * releasing an event once every CPU that has logged events has a later one
+ * queued, once it is @hold_ns older than the newest event seen (a CPU that
+ * went quiet), or when more than @max_held events are queued.  Memory is
+ * bounded by @max_held and by the page blocks live at once.
+ *
+ * In time order it tracks each allocated block in a hash map keyed by its
+ * first page: a free or reclaim of a block ends its lifetime; one of part
+ * of a block (split pages) ends that part, found by looking up the
+ * naturally aligned blocks of orders 1..PT_SPLIT_ORDERS that could hold it.
+ * A free of pages never seen allocated is "unmatched": allocated before the
+ * trace started, unless snapshot chunks (the memory map at the start) said
+ * so; their allocations seed the map with no start time.  In-use counts
+ * cover the pages the trace knows to be allocated.
+ */
+#define PT_SPLIT_ORDERS		10
+/* Lifetime histograms: per order of the allocation, npages rounded up. */
+#define PT_LIFE_ORDERS		36
+/*
+ * Lifetime buckets, in units of 128 ns (the trace's time step): exact below
+ * 64 units, then 32 buckets per power of two (at most 3% wide).
+ */
+#define PT_LIFE_EXACT		64
+#define PT_LIFE_SUB		32
+#define PT_LIFE_BUCKETS		(PT_LIFE_EXACT + 51 * PT_LIFE_SUB)
+#define PT_RATE_BINS		1024
+#define PT_MAX_LOST_SITES	64
+#define PT_ZONE_OTHER		UINT32_MAX	/* pt_analysis_zone(): in no zone */
+
+/**
+ * struct pt_life_hist - lifetimes (allocation to free or reclaim) of one order
+ * @count: lifetimes measured
+ * @sum_ns: their sum (for the mean)
+ * @min_ns, @max_ns: shortest and longest, exact
+ * @buckets: counts per bucket, see pt_life_bucket_ns()
+ */
+struct pt_life_hist {
+	uint64_t	count;
+	uint64_t	sum_ns;
+	uint64_t	min_ns;
+	uint64_t	max_ns;
+	uint64_t	buckets[PT_LIFE_BUCKETS];
+};
+
+/**
+ * struct pt_zone_stats - one zone's share of a trace
+ * @events, @pages: events and pages per type, index as pt_stats.by_type
+ * @in_use: pages allocated (known, see above) at the end
+ * @peak_in_use: most pages allocated at once
+ */
+struct pt_zone_stats {
+	uint64_t	events[4];
+	uint64_t	pages[4];
+	uint64_t	in_use;
+	uint64_t	peak_in_use;
+};
+
+/**
+ * struct pt_rate_bin - one slice of the time line
+ * @events, @pages: per type, index as pt_stats.by_type
+ * @lost: events lost, by the time of the chunk that reported them
+ */
+struct pt_rate_bin {
+	uint64_t	events[4];
+	uint64_t	pages[4];
+	uint64_t	lost;
+};
+
+/**
+ * struct pt_lost_site - a chunk that reported lost events
+ * @offset: file offset of the chunk
+ * @time_ns: its first time base
+ * @lost: events lost before it
+ * @cpu: its CPU
+ */
+struct pt_lost_site {
+	uint64_t	offset;
+	uint64_t	time_ns;
+	uint64_t	lost;
+	uint32_t	cpu;
+};
+
+struct pt_analysis;
+
+/**
+ * struct pt_analysis_params - knobs and hooks of pt_analysis_collect()
+ * @hold_ns: how long to wait for a quiet CPU; 0: 4 flush periods plus
+ *	     1 s for v1 streams, without limit for Go traces (Go flushes a
+ *	     P's buffer only when it is full)
+ * @max_held: events queued at most for ordering; 0: 1 << 21
+ * @event: called for every event in time order, once the in-use state
+ *	   includes it (snapshot events as they arrive, before the rest);
+ *	   a negative return stops the analysis with that error
+ * @change: called for every change of the pages in use: @sign +1 when
+ *	    [pfn, pfn + npages) becomes allocated, -1 when it stops being so
+ *	    (it may be part of the event's range, or a replaced block); @order
+ *	    is the allocation's
+ * @arg: passed to both
+ */
+struct pt_analysis_params {
+	uint64_t	hold_ns;
+	uint64_t	max_held;
+	int		(*event)(const struct pt_event *ev, const struct pt_analysis *a,
+				 void *arg);
+	void		(*change)(uint64_t time_ns, uint64_t pfn, uint64_t npages,
+				  int sign, unsigned int order, void *arg);
+	void		*arg;
+};
+
+/**
+ * struct pt_analysis - everything pt_analysis_collect() measures
+ * @stats: the counts of pt_stats_collect()
+ * @nr_zones: the header's zone records, @zones a copy of them sorted by
+ *	      start_pfn, @zone_stats one entry each, @other_zone events
+ *	      outside every zone
+ * @origin_ns: time of rate bin 0 (the header's start_ns)
+ * @bin_ns: width of a rate bin; starts at 1 ms and doubles as needed
+ * @nr_bins: rate bins up to the last used one (at most PT_RATE_BINS)
+ * @bins: the rate bins; events before @origin_ns go to bin 0
+ * @lost_sites: the first PT_MAX_LOST_SITES chunks with lost events
+ * @nr_lost_sites: entries used in @lost_sites (all of them are in stats.lost)
+ * @life: lifetimes per allocation order (snapshot blocks have none)
+ * @life_all: all lifetimes
+ * @snapshot_events, @snapshot_pages: allocations in snapshot chunks
+ * @in_use: pages allocated now (at the end: still allocated)
+ * @in_use_blocks: blocks allocated now
+ * @in_use_by_order: pages allocated now, by allocation order
+ * @peak_in_use, @peak_ns: most pages allocated at once, and when first
+ * @unmatched_events, @unmatched_pages: frees (index PT_EV_FREE) and
+ *	reclaims (PT_EV_RECLAIM) of pages not known to be allocated
+ * @realloc_events: allocations of a block already allocated (replaced)
+ * @late_events: events released out of time order (a CPU silent longer
+ *	than hold_ns, or more than max_held queued); 0 means exact order
+ * @max_held_seen: most events queued at once
+ */
+struct pt_analysis {
+	struct pt_stats		stats;
+	unsigned int		nr_zones;
+	struct pt_zone		*zones;
+	struct pt_zone_stats	*zone_stats;
+	struct pt_zone_stats	other_zone;
+	uint64_t		origin_ns;
+	uint64_t		bin_ns;
+	unsigned int		nr_bins;
+	struct pt_rate_bin	*bins;
+	struct pt_lost_site	lost_sites[PT_MAX_LOST_SITES];
+	unsigned int		nr_lost_sites;
+	struct pt_life_hist	*life;
+	struct pt_life_hist	life_all;
+	uint64_t		snapshot_events;
+	uint64_t		snapshot_pages;
+	uint64_t		in_use;
+	uint64_t		in_use_blocks;
+	uint64_t		in_use_by_order[PT_LIFE_ORDERS];
+	uint64_t		peak_in_use;
+	uint64_t		peak_ns;
+	uint64_t		unmatched_events[4];
+	uint64_t		unmatched_pages[4];
+	uint64_t		realloc_events;
+	uint64_t		late_events;
+	uint64_t		max_held_seen;
+	/* private */
+	struct pt_analysis_priv	*priv;
+};
+
+/**
+ * pt_analysis_collect() - drain a reader into a struct pt_analysis
+ * @r: an open reader, v1 or Go; its chunk callback is replaced
+ * @a: filled in here; free it with pt_analysis_free() even on error
+ * @p: knobs and hooks, or NULL for the defaults
+ *
+ * Return: 0 at a clean end of the stream, -ENOMEM, the reader's error, or
+ * what a hook returned; @a then holds what came before.
+ */
+int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
+			const struct pt_analysis_params *p);
+
+/**
+ * pt_analysis_free() - free what pt_analysis_collect() allocated
+ * @a: the analysis; may be freed twice, or after a failed collect
+ */
+void pt_analysis_free(struct pt_analysis *a);
+
+/**
+ * pt_analysis_zone() - which zone a page is in
+ * @a: a collected analysis (its zones)
+ * @pfn: the page frame
+ *
+ * Return: the index into @a->zones, or PT_ZONE_OTHER.
+ */
+unsigned int pt_analysis_zone(const struct pt_analysis *a, uint64_t pfn);
+
+/**
+ * pt_life_order() - the order that lifetimes of @npages pages count under
+ * @npages: pages of the allocation
+ *
+ * Return: log2 of @npages rounded up, at most PT_LIFE_ORDERS - 1.
+ */
+unsigned int pt_life_order(uint64_t npages);
+
+/**
+ * pt_life_bucket_ns() - the smallest lifetime of a histogram bucket
+ * @bucket: 0 .. PT_LIFE_BUCKETS - 1
+ *
+ * Return: the bucket's lower bound in ns.
+ */
+uint64_t pt_life_bucket_ns(unsigned int bucket);
+
+/**
+ * pt_life_percentile() - a lifetime percentile
+ * @h: a histogram
+ * @pct: 0 .. 100
+ *
+ * Nearest rank: the lower bound of the bucket holding the ceil(pct% of
+ * count)-th shortest lifetime (exact for lifetimes below 64 * 128 ns, else
+ * at most 3% low), clamped to [min_ns, max_ns].
+ *
+ * Return: ns, or 0 if @h is empty.
+ */
+uint64_t pt_life_percentile(const struct pt_life_hist *h, double pct);
 
 #ifdef __cplusplus
 }

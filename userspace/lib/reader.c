@@ -168,6 +168,7 @@ static int start_chunk(struct pt_reader *r)
 	r->words_left = c->nr_words - 2;
 	r->base_ns = base;
 	r->last_ns = base;
+	c->time_ns = base;
 	r->task = PT_TASK_UNKNOWN;
 	r->want = 8;
 	if (!r->words_left)
@@ -347,6 +348,8 @@ int pt_reader_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int
 
 	if (r->err)
 		return r->err;
+	if (r->flags & PT_READER_GO)
+		return pt_go_next_batch(r, evs, max);
 	while (n < max) {
 		if (!r->words_left) {
 			ret = start_chunk(r);

@@ -26,8 +26,37 @@ void pt_stats_free(struct pt_stats *s)
 	s->nr_cpus = 0;
 }
 
+/*
+ * The per-CPU entry of @cpu: Go traces learn their P ids while reading, so
+ * the array grows; NULL if @cpu is out of range or memory ran out (the
+ * totals still count).
+ */
+static struct pt_cpu_stats *cpu_stats(struct pt_stats *s, uint32_t cpu)
+{
+	struct pt_cpu_stats *n;
+	unsigned int nr;
+
+	if (likely(cpu < s->nr_cpus))
+		return &s->cpus[cpu];
+	if (cpu == PT_CPU_NONE)
+		return &s->no_cpu;
+	if (cpu >= PT_GO_MAX_P)
+		return NULL;
+	nr = cpu + 1 > 2 * s->nr_cpus ? cpu + 1 : 2 * s->nr_cpus;
+	if (nr > PT_GO_MAX_P)
+		nr = PT_GO_MAX_P;
+	n = realloc(s->cpus, nr * sizeof(*n));
+	if (!n)
+		return NULL;
+	memset(n + s->nr_cpus, 0, (nr - s->nr_cpus) * sizeof(*n));
+	s->cpus = n;
+	s->nr_cpus = nr;
+	return &s->cpus[cpu];
+}
+
 void pt_stats_add_event(struct pt_stats *s, const struct pt_event *ev)
 {
+	struct pt_cpu_stats *cs;
 	uint64_t np = ev->npages;
 
 	if (ev->type < PT_EV_ALLOC || ev->type > PT_EV_RECLAIM)
@@ -39,8 +68,9 @@ void pt_stats_add_event(struct pt_stats *s, const struct pt_event *ev)
 		s->by_order[__builtin_ctzll(np)]++;
 	else
 		s->other_order++;
-	if (ev->cpu < s->nr_cpus)
-		s->cpus[ev->cpu].events++;
+	cs = cpu_stats(s, ev->cpu);
+	if (cs)
+		cs->events++;
 	if (ev->time_ns < s->first_ns)
 		s->first_ns = ev->time_ns;
 	if (ev->time_ns > s->last_ns)
@@ -49,6 +79,8 @@ void pt_stats_add_event(struct pt_stats *s, const struct pt_event *ev)
 
 void pt_stats_add_chunk(struct pt_stats *s, const struct pt_chunk *c)
 {
+	struct pt_cpu_stats *cs;
+
 	s->chunks++;
 	if (c->flags & PAGETRACE_CHUNK_SNAPSHOT)
 		s->snapshot_chunks++;
@@ -57,9 +89,8 @@ void pt_stats_add_chunk(struct pt_stats *s, const struct pt_chunk *c)
 		s->seq_gaps++;
 		s->missing_chunks += c->missing;
 	}
-	if (c->cpu < s->nr_cpus) {
-		struct pt_cpu_stats *cs = &s->cpus[c->cpu];
-
+	cs = cpu_stats(s, c->cpu);
+	if (cs) {
 		cs->chunks++;
 		cs->lost += c->lost;
 		if (c->missing) {
@@ -90,6 +121,9 @@ int pt_stats_collect(struct pt_reader *r, struct pt_stats *s)
 			pt_stats_add_event(s, &evs[i]);
 	}
 	pt_reader_set_chunk_cb(r, NULL, NULL);
+	/* Growth doubles; report only the CPUs (Go: Ps) the trace has. */
+	if (s->nr_cpus > pt_reader_header(r)->nr_cpus)
+		s->nr_cpus = pt_reader_header(r)->nr_cpus;
 	s->tasks = pt_reader_counters(r)->tasks;
 	s->bytes = pt_reader_counters(r)->bytes;
 	if (!s->events)
