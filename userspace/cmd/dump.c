@@ -14,13 +14,21 @@
 
 static void dump_usage(FILE *f)
 {
-	fprintf(f, "usage: pagetrace dump [-v] FILE\n"
-		   "  -v, --verbose  also print the header, chunk boundaries and task records\n");
+	fprintf(f, "usage: pagetrace dump [-v] [--go] FILE\n"
+		   "  -v, --verbose  also print the header, chunk boundaries and task records\n"
+		   "  -g, --go       FILE is a Go runtime page trace (GODEBUG=pagetrace):\n"
+		   "                 lines show the P and the address instead of the PFN\n");
 }
 
 static int print_chunk(const struct pt_chunk *c, void *arg)
 {
 	(void)arg;
+	if (arg) {
+		/* Go: a P's buffer, its length not known until the next one. */
+		printf("# buffer offset=%" PRIu64 " p=%d seq=%" PRIu64 "\n", c->offset,
+		       c->cpu == PT_CPU_NONE ? -1 : (int)c->cpu, c->seq);
+		return 0;
+	}
 	printf("# chunk offset=%" PRIu64 " cpu=%u seq=%" PRIu64 " flags=0x%x nr_words=%u"
 	       " lost=%" PRIu64 " missing=%" PRIu64 "\n", c->offset, c->cpu, c->seq,
 	       c->flags, c->nr_words, c->lost, c->missing);
@@ -53,21 +61,25 @@ int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "go", no_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
 	static char obuf[1 << 16];
 	struct pt_reader *r;
 	struct pt_event ev;
-	bool verbose = false;
+	bool verbose = false, go = false;
 	const char *path;
 	uint64_t start;
 	int c, fd, ret;
 
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vgh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
+			break;
+		case 'g':
+			go = true;
 			break;
 		case 'h':
 			dump_usage(stdout);
@@ -84,11 +96,15 @@ int cmd_dump(int argc, char **argv)
 	path = argv[optind];
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 
-	r = open_trace(path, verbose ? PT_READER_TASKS : 0, &fd);
+	r = open_trace(path, (verbose ? PT_READER_TASKS : 0) | (go ? PT_READER_GO : 0), &fd);
 	if (!r)
 		return EXIT_TRACE;
 	start = pt_reader_header(r)->start_ns;
-	if (verbose) {
+	if (verbose && go) {
+		printf("# go page trace: page_shift 13, start_ns=%llu (first buffer)\n",
+		       (unsigned long long)start);
+		pt_reader_set_chunk_cb(r, print_chunk, &go);
+	} else if (verbose) {
 		print_header(r);
 		pt_reader_set_chunk_cb(r, print_chunk, NULL);
 	}
@@ -96,7 +112,12 @@ int cmd_dump(int argc, char **argv)
 		char t[32];
 
 		fmt_rel_time(t, ev.time_ns, start);
-		if (ev.type == PT_EV_TASK)
+		if (go)
+			printf("%15s p%-3d %-8s addr=0x%" PRIx64 " npages=%" PRIu64 "\n", t,
+			       ev.cpu == PT_CPU_NONE ? -1 : (int)ev.cpu,
+			       ev.type == PT_EV_RECLAIM ? "scavenge" : pt_event_type_name(ev.type),
+			       ev.pfn << 13, ev.npages);
+		else if (ev.type == PT_EV_TASK)
 			printf("# task offset=%" PRIu64 " cpu=%u tgid=%" PRId64 " time=%s\n",
 			       ev.offset, ev.cpu, ev.task, t);
 		else

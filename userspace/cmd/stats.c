@@ -23,6 +23,30 @@
  *   duration_ns      last_ns - first_ns
  *   cpus             [{"cpu", "events", "chunks", "lost", "seq_gaps",
  *                      "missing_chunks"}] one entry per CPU < nr_cpus
+ *                    (Go traces: per P)
+ *   no_cpu           {"events", "chunks"}: Go events logged without a P
+ *   zones            [{"node", "zone", "name", "start_pfn", "end_pfn",
+ *                      "events": {type: N}, "pages": {type: N}, "in_use_end",
+ *                      "peak_in_use"}] per zone record, by start_pfn;
+ *                    "outside_zones" the same for pages in no zone
+ *   rate             {"origin_ns" (= header start_ns), "bin_ns", "bins":
+ *                      [[alloc, free, reclaim, lost], ...]} events per
+ *                    time bin from origin_ns (snapshot events left out)
+ *   lost_sites       [{"offset", "cpu", "time_ns" (since start_ns),
+ *                      "lost"}] the first chunks that reported losses
+ *   lifetimes        {"all" or order: {"count", "min_ns", "p50_ns",
+ *                      "p90_ns", "p99_ns", "max_ns", "mean_ns"}} alloc to
+ *                    free/reclaim, per order of the allocation (npages
+ *                    rounded up to a power of two); orders with none
+ *                    are left out
+ *   in_use_end       {"pages", "blocks"} still allocated at the end
+ *   peak_in_use      {"pages", "time_ns" (since start_ns)}
+ *   snapshot         {"events", "pages"} allocations in snapshot chunks,
+ *                    counted as in use from the start
+ *   unmatched        {"free": {"events", "pages"}, "reclaim": ...} pages
+ *                    freed/reclaimed but not known to be allocated
+ *   realloc_events   allocations of a block already allocated
+ *   late_events      events the time ordering got wrong (0: exact)
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -35,14 +59,105 @@
 
 static void stats_usage(FILE *f)
 {
-	fprintf(f, "usage: pagetrace stats [--json] FILE\n"
-		   "  -j, --json  one JSON object (keys documented in cmd/stats.c)\n");
+	fprintf(f, "usage: pagetrace stats [--json] [--go] FILE\n"
+		   "  -j, --json  one JSON object (keys documented in cmd/stats.c)\n"
+		   "  -g, --go    FILE is a Go runtime page trace (GODEBUG=pagetrace)\n");
 }
 
 static const char *const type_keys[] = { NULL, "alloc", "free", "reclaim" };
 
-static void print_json(const struct pagetrace_header *h, const struct pt_stats *s)
+static void print_life_json(const char *key, const struct pt_life_hist *l)
 {
+	printf("\"%s\": {\"count\": %" PRIu64 ", \"min_ns\": %" PRIu64
+	       ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64
+	       ", \"max_ns\": %" PRIu64 ", \"mean_ns\": %" PRIu64 "}", key, l->count,
+	       l->min_ns, pt_life_percentile(l, 50), pt_life_percentile(l, 90),
+	       pt_life_percentile(l, 99), l->max_ns, l->count ? l->sum_ns / l->count : 0);
+}
+
+static void print_type_obj(const uint64_t *v)
+{
+	printf("{");
+	for (int t = 1; t <= 3; t++)
+		printf("%s\"%s\": %" PRIu64, t > 1 ? ", " : "", type_keys[t], v[t]);
+	printf("}");
+}
+
+static void print_zone_json(const struct pt_zone_stats *zs)
+{
+	printf("\"events\": ");
+	print_type_obj(zs->events);
+	printf(", \"pages\": ");
+	print_type_obj(zs->pages);
+	printf(", \"in_use_end\": %" PRIu64 ", \"peak_in_use\": %" PRIu64 "}",
+	       zs->in_use, zs->peak_in_use);
+}
+
+/* The keys added with the analysis, after those of struct pt_stats. */
+static void print_analysis_json(const struct pagetrace_header *h,
+				const struct pt_analysis *a)
+{
+	char key[16];
+
+	printf(", \"no_cpu\": {\"events\": %" PRIu64 ", \"chunks\": %" PRIu64 "}",
+	       a->stats.no_cpu.events, a->stats.no_cpu.chunks);
+	printf(", \"zones\": [");
+	for (unsigned int i = 0; i < a->nr_zones; i++) {
+		const struct pt_zone *z = &a->zones[i];
+
+		printf("%s{\"node\": %u, \"zone\": %u, \"name\": \"", i ? ", " : "",
+		       z->node, z->zone);
+		for (const char *c = z->name; *c; c++)
+			printf(*c == '"' || *c == '\\' || *c < 0x20 ? "\\u%04x" : "%c",
+			       (unsigned char)*c);
+		printf("\", \"start_pfn\": %" PRIu64 ", \"end_pfn\": %" PRIu64 ", ",
+		       z->start_pfn, z->end_pfn);
+		print_zone_json(&a->zone_stats[i]);
+	}
+	printf("], \"outside_zones\": {");
+	print_zone_json(&a->other_zone);
+	printf(", \"rate\": {\"origin_ns\": %" PRIu64 ", \"bin_ns\": %" PRIu64
+	       ", \"bins\": [", a->origin_ns, a->bin_ns);
+	for (unsigned int i = 0; i < a->nr_bins; i++) {
+		const struct pt_rate_bin *b = &a->bins[i];
+
+		printf("%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 "]", i ? ", " : "",
+		       b->events[1], b->events[2], b->events[3], b->lost);
+	}
+	printf("]}, \"lost_sites\": [");
+	for (unsigned int i = 0; i < a->nr_lost_sites; i++) {
+		const struct pt_lost_site *l = &a->lost_sites[i];
+
+		printf("%s{\"offset\": %" PRIu64 ", \"cpu\": %u, \"time_ns\": %" PRId64
+		       ", \"lost\": %" PRIu64 "}", i ? ", " : "", l->offset, l->cpu,
+		       (int64_t)(l->time_ns - h->start_ns), l->lost);
+	}
+	printf("], \"lifetimes\": {");
+	print_life_json("all", &a->life_all);
+	for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++) {
+		if (!a->life[o].count)
+			continue;
+		snprintf(key, sizeof(key), "%u", o);
+		printf(", ");
+		print_life_json(key, &a->life[o]);
+	}
+	printf("}, \"in_use_end\": {\"pages\": %" PRIu64 ", \"blocks\": %" PRIu64
+	       "}, \"peak_in_use\": {\"pages\": %" PRIu64 ", \"time_ns\": %" PRId64
+	       "}, \"snapshot\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64 "}",
+	       a->in_use, a->in_use_blocks, a->peak_in_use,
+	       a->peak_in_use ? (int64_t)(a->peak_ns - h->start_ns) : 0,
+	       a->snapshot_events, a->snapshot_pages);
+	printf(", \"unmatched\": {\"free\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64
+	       "}, \"reclaim\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64
+	       "}}, \"realloc_events\": %" PRIu64 ", \"late_events\": %" PRIu64,
+	       a->unmatched_events[PT_EV_FREE], a->unmatched_pages[PT_EV_FREE],
+	       a->unmatched_events[PT_EV_RECLAIM], a->unmatched_pages[PT_EV_RECLAIM],
+	       a->realloc_events, a->late_events);
+}
+
+static void print_json(const struct pagetrace_header *h, const struct pt_analysis *a)
+{
+	const struct pt_stats *s = &a->stats;
 	int64_t first = s->events ? (int64_t)(s->first_ns - h->start_ns) : 0;
 	int64_t last = s->events ? (int64_t)(s->last_ns - h->start_ns) : 0;
 	const char *sep = "";
@@ -77,11 +192,115 @@ static void print_json(const struct pagetrace_header *h, const struct pt_stats *
 		       ", \"missing_chunks\": %" PRIu64 "}", c ? ", " : "", c, cs->events,
 		       cs->chunks, cs->lost, cs->seq_gaps, cs->missing_chunks);
 	}
-	printf("]}\n");
+	printf("]");
+	print_analysis_json(h, a);
+	printf("}\n");
 }
 
-static void print_text(const struct pagetrace_header *h, const struct pt_stats *s)
+static void fmt_ns(char *buf, uint64_t ns)
 {
+	if (ns < 10000)
+		snprintf(buf, 32, "%" PRIu64 " ns", ns);
+	else if (ns < 10000000)
+		snprintf(buf, 32, "%.1f us", ns / 1e3);
+	else if (ns < 10000000000ULL)
+		snprintf(buf, 32, "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, 32, "%.1f s", ns / 1e9);
+}
+
+static void print_life_text(const char *label, const struct pt_life_hist *l)
+{
+	char v[5][32];
+
+	fmt_ns(v[0], l->min_ns);
+	fmt_ns(v[1], pt_life_percentile(l, 50));
+	fmt_ns(v[2], pt_life_percentile(l, 90));
+	fmt_ns(v[3], pt_life_percentile(l, 99));
+	fmt_ns(v[4], l->max_ns);
+	printf("  %-9s %10" PRIu64 " %10s %10s %10s %10s %10s\n", label, l->count, v[0],
+	       v[1], v[2], v[3], v[4]);
+}
+
+static void print_analysis_text(const struct pagetrace_header *h,
+				const struct pt_analysis *a)
+{
+	uint64_t peak = 0;
+	char t[32], l[16];
+
+	if (a->stats.no_cpu.chunks)
+		printf("  no P           %" PRIu64 " events, %" PRIu64 " buffers\n",
+		       a->stats.no_cpu.events, a->stats.no_cpu.chunks);
+	if (a->nr_zones || a->other_zone.events[1] + a->other_zone.events[2] +
+			   a->other_zone.events[3]) {
+		printf("by zone:         %10s %10s %10s %12s %12s\n", "alloc", "free",
+		       "reclaim", "in use end", "peak in use");
+		for (unsigned int i = 0; i <= a->nr_zones; i++) {
+			const struct pt_zone_stats *z = i < a->nr_zones ? &a->zone_stats[i]
+								       : &a->other_zone;
+			char name[40];
+
+			if (i < a->nr_zones)
+				snprintf(name, sizeof(name), "%u/%s", a->zones[i].node,
+					 a->zones[i].name);
+			else if (!(z->events[1] + z->events[2] + z->events[3]))
+				continue;
+			else
+				snprintf(name, sizeof(name), "outside zones");
+			printf("  %-14s %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %12" PRIu64
+			       " %12" PRIu64 "\n", name, z->events[1], z->events[2],
+			       z->events[3], z->in_use, z->peak_in_use);
+		}
+	}
+	for (unsigned int i = 0; i < a->nr_bins; i++) {
+		const struct pt_rate_bin *b = &a->bins[i];
+		uint64_t n = b->events[1] + b->events[2] + b->events[3];
+
+		if (n > peak)
+			peak = n;
+	}
+	fmt_ns(t, a->bin_ns);
+	printf("event rate:      %u bins of %s from start_ns, peak %.0f events/s\n",
+	       a->nr_bins, t, a->bin_ns ? peak * 1e9 / a->bin_ns : 0.0);
+	for (unsigned int i = 0; i < a->nr_lost_sites; i++) {
+		const struct pt_lost_site *s = &a->lost_sites[i];
+
+		fmt_rel_time(t, s->time_ns, h->start_ns);
+		printf("  lost %" PRIu64 " on cpu%u at %s s (chunk at offset %" PRIu64 ")\n",
+		       s->lost, s->cpu, t, s->offset);
+	}
+	if (a->nr_lost_sites < a->stats.chunks && a->nr_lost_sites == PT_MAX_LOST_SITES)
+		printf("  (only the first %u chunks with losses are listed)\n",
+		       PT_MAX_LOST_SITES);
+	printf("lifetimes:       %10s %10s %10s %10s %10s %10s\n", "count", "min", "p50",
+	       "p90", "p99", "max");
+	for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++) {
+		if (!a->life[o].count)
+			continue;
+		snprintf(l, sizeof(l), "order %u", o);
+		print_life_text(l, &a->life[o]);
+	}
+	print_life_text("all", &a->life_all);
+	fmt_rel_time(t, a->peak_ns, h->start_ns);
+	printf("in use at end:   %" PRIu64 " pages in %" PRIu64 " blocks\n", a->in_use,
+	       a->in_use_blocks);
+	printf("peak in use:     %" PRIu64 " pages at %s s\n", a->peak_in_use,
+	       a->peak_in_use ? t : "0");
+	if (a->snapshot_events)
+		printf("snapshot:        %" PRIu64 " blocks, %" PRIu64 " pages in use at start\n",
+		       a->snapshot_events, a->snapshot_pages);
+	printf("unmatched:       %" PRIu64 " frees (%" PRIu64 " pages), %" PRIu64
+	       " reclaims (%" PRIu64 " pages) of pages not known allocated\n",
+	       a->unmatched_events[PT_EV_FREE], a->unmatched_pages[PT_EV_FREE],
+	       a->unmatched_events[PT_EV_RECLAIM], a->unmatched_pages[PT_EV_RECLAIM]);
+	if (a->realloc_events || a->late_events)
+		printf("warnings:        %" PRIu64 " allocations of allocated blocks, %" PRIu64
+		       " events out of time order\n", a->realloc_events, a->late_events);
+}
+
+static void print_text(const struct pagetrace_header *h, const struct pt_analysis *a)
+{
+	const struct pt_stats *s = &a->stats;
 	char t[32];
 
 	printf("events:          %" PRIu64 "\n", s->events);
@@ -112,26 +331,31 @@ static void print_text(const struct pagetrace_header *h, const struct pt_stats *
 	printf("task records:    %" PRIu64 "\n", s->tasks);
 	fmt_rel_time(t, s->events ? s->last_ns : 0, s->events ? s->first_ns : 0);
 	printf("duration:        %s s\n", t);
-	(void)h;
+	print_analysis_text(h, a);
 }
 
 int cmd_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "go", no_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
 	struct pt_reader *r;
-	struct pt_stats s;
+	struct pt_analysis a;
+	unsigned int flags = 0;
 	bool json = false;
 	const char *path;
 	int c, fd, ret;
 
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jgh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
+			break;
+		case 'g':
+			flags |= PT_READER_GO;
 			break;
 		case 'h':
 			stats_usage(stdout);
@@ -146,18 +370,18 @@ int cmd_stats(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	path = argv[optind];
-	r = open_trace(path, 0, &fd);
+	r = open_trace(path, flags, &fd);
 	if (!r)
 		return EXIT_TRACE;
-	ret = pt_stats_collect(r, &s);
+	ret = pt_analysis_collect(r, &a, NULL);
 	if (ret < 0) {
 		trace_error(path, r, ret);
 	} else if (json) {
-		print_json(pt_reader_header(r), &s);
+		print_json(pt_reader_header(r), &a);
 	} else {
-		print_text(pt_reader_header(r), &s);
+		print_text(pt_reader_header(r), &a);
 	}
-	pt_stats_free(&s);
+	pt_analysis_free(&a);
 	close_trace(r, fd);
 	if (ret >= 0 && (fflush(stdout) || ferror(stdout))) {
 		fprintf(stderr, "pagetrace: write error\n");
