@@ -12,6 +12,22 @@
 # make static       the static pagetrace CLI, in build/static/userspace/
 # make selftests    the static selftests/*_test binaries
 #
+# Installing (scripts/check-packaging.sh tests these):
+# make install      pagetrace.ko for KVER to /lib/modules/KVER/extra (then
+#                   depmod), the udev rule, and under PREFIX (/usr/local) the
+#                   CLI, libpagetrace.a, the headers, man pages and bash
+#                   completion.  DESTDIR is respected (depmod is then skipped).
+#                   install-module and install-tools do either half.
+# make uninstall    removes exactly those files (uninstall-module/-tools)
+# make dkms-install the DKMS source to /usr/src/pagetrace-VERSION, then
+#                   dkms add, build and install for KVER (dkms-remove undoes)
+# make dkms-build   dkms add + build for KVER in a private DKMS tree under
+#                   build/dkms/; the module lands in build/dkms/KVER/pagetrace.ko
+# make deb          the pagetrace-dkms and pagetrace-tools .debs in build/deb/
+#                   (dpkg-buildpackage -b in a copy), then lintian
+# make check-deb    make deb, then install both .debs in a debootstrap'd
+#                   bookworm chroot (build/chroot) and run pagetrace --version
+#
 # KVER defaults to the installed Debian 6.1 kernel, else the running one.
 
 KVER		?= $(shell scripts/kernels.sh 6.1 2>/dev/null || uname -r)
@@ -28,6 +44,29 @@ KSRC_FILES	:= tools/testing/selftests/kselftest_harness.h \
 		   scripts/const_structs.checkpatch
 BDIR		:= $(CURDIR)/build/$(KVER)
 STATIC_DIR	:= $(CURDIR)/build/static/userspace
+
+# Packaging.  VERSION is the one source of the version: dkms.conf, the
+# Debian changelog and PT_VERSION_STRING must agree with it (checked).
+VERSION		:= $(shell cat $(CURDIR)/VERSION)
+PREFIX		?= /usr/local
+BINDIR		?= $(PREFIX)/bin
+LIBDIR		?= $(PREFIX)/lib
+INCLUDEDIR	?= $(PREFIX)/include
+MANDIR		?= $(PREFIX)/share/man
+BASHCOMPDIR	?= $(PREFIX)/share/bash-completion/completions
+UDEVRULESDIR	?= /etc/udev/rules.d
+MODDIR		?= /lib/modules/$(KVER)/extra
+DKMS_SRCDIR	?= /usr/src/pagetrace-$(VERSION)
+DKMS_FILES	= Kbuild $(wildcard module/*.[ch]) uapi/linux/pagetrace.h
+DKMS_DIR	:= $(CURDIR)/build/dkms
+MAN_PAGES	= $(wildcard man/man[1-8]/*.[1-8])
+MODULE_FILES	= $(MODDIR)/pagetrace.ko $(UDEVRULESDIR)/60-pagetrace.rules
+TOOLS_FILES	= $(BINDIR)/pagetrace $(LIBDIR)/libpagetrace.a \
+		  $(INCLUDEDIR)/libpagetrace.h $(INCLUDEDIR)/linux/pagetrace.h \
+		  $(BASHCOMPDIR)/pagetrace $(patsubst man/%,$(MANDIR)/%,$(MAN_PAGES))
+DEB_DIR		:= $(CURDIR)/build/deb
+CHROOT		?= $(CURDIR)/build/chroot
+DEB_MIRROR	?= http://deb.debian.org/debian
 
 all: module userspace
 
@@ -81,6 +120,89 @@ static:
 selftests: ksrc
 	$(MAKE) -C selftests all KSELFTEST_DIR=$(KSELFTEST_DIR)
 
+# ------------------------------------------------------------- packaging
+
+install: install-module install-tools
+
+install-module: module
+	install -D -m 0644 pagetrace.ko $(DESTDIR)$(MODDIR)/pagetrace.ko
+	install -D -m 0644 udev/60-pagetrace.rules $(DESTDIR)$(UDEVRULESDIR)/60-pagetrace.rules
+	$(if $(DESTDIR),@echo "DESTDIR is set: not running depmod",depmod -a $(KVER))
+
+install-tools: userspace
+	install -D -m 0755 userspace/pagetrace $(DESTDIR)$(BINDIR)/pagetrace
+	install -D -m 0644 userspace/lib/libpagetrace.a $(DESTDIR)$(LIBDIR)/libpagetrace.a
+	install -D -m 0644 userspace/lib/libpagetrace.h $(DESTDIR)$(INCLUDEDIR)/libpagetrace.h
+	install -D -m 0644 uapi/linux/pagetrace.h $(DESTDIR)$(INCLUDEDIR)/linux/pagetrace.h
+	install -D -m 0644 completion/pagetrace $(DESTDIR)$(BASHCOMPDIR)/pagetrace
+	@set -e; for f in $(MAN_PAGES); do \
+		echo "install -D -m 0644 $$f $(DESTDIR)$(MANDIR)/$${f#man/}"; \
+		install -D -m 0644 $$f $(DESTDIR)$(MANDIR)/$${f#man/}; \
+	done
+
+uninstall: uninstall-module uninstall-tools
+
+uninstall-module:
+	rm -f $(addprefix $(DESTDIR),$(MODULE_FILES))
+	$(if $(DESTDIR),,depmod -a $(KVER))
+
+uninstall-tools:
+	rm -f $(addprefix $(DESTDIR),$(TOOLS_FILES))
+
+# The DKMS source tree: what /usr/src/pagetrace-VERSION holds.
+install-dkms-src:
+	@set -e; for f in $(DKMS_FILES); do \
+		install -D -m 0644 $$f $(DESTDIR)$(DKMS_SRCDIR)/$$f; \
+	done
+	sed 's/#MODULE_VERSION#/$(VERSION)/' dkms.conf >$(DESTDIR)$(DKMS_SRCDIR)/dkms.conf
+
+dkms-install: install-dkms-src
+	dkms status -m pagetrace -v $(VERSION) | grep -q . || dkms add -m pagetrace -v $(VERSION)
+	dkms install -m pagetrace -v $(VERSION) -k $(KVER)
+
+dkms-remove:
+	-dkms remove -m pagetrace -v $(VERSION) --all
+	rm -rf $(DKMS_SRCDIR)
+
+# dkms add + build in build/dkms/ (source, tree and signing key), leaving
+# the host's /usr/src and /var/lib/dkms alone; the module, decompressed,
+# is copied to build/dkms/KVER/pagetrace.ko.
+DKMS_PRIV	= dkms --sourcetree $(DKMS_DIR)/src --dkmstree $(DKMS_DIR)/tree \
+		  --installtree $(DKMS_DIR)/modules
+dkms-build:
+	rm -rf $(DKMS_DIR)/src/pagetrace-$(VERSION) $(DKMS_DIR)/$(KVER)
+	mkdir -p $(DKMS_DIR)/tree $(DKMS_DIR)/modules
+	$(MAKE) --no-print-directory install-dkms-src DESTDIR= \
+		DKMS_SRCDIR=$(DKMS_DIR)/src/pagetrace-$(VERSION)
+	$(DKMS_PRIV) status -m pagetrace -v $(VERSION) | grep -q . || \
+		$(DKMS_PRIV) add -m pagetrace -v $(VERSION)
+	mok_signing_key=$(DKMS_DIR)/mok.key mok_certificate=$(DKMS_DIR)/mok.pub \
+		$(DKMS_PRIV) build -m pagetrace -v $(VERSION) -k $(KVER) --force
+	@set -e; ko=$$(ls $(DKMS_DIR)/tree/pagetrace/$(VERSION)/$(KVER)/*/module/pagetrace.ko*); \
+	mkdir -p $(DKMS_DIR)/$(KVER); \
+	case $$ko in \
+	*.xz)  xz -dc $$ko ;; \
+	*.gz)  gzip -dc $$ko ;; \
+	*.zst) zstd -dcq $$ko ;; \
+	*)     cat $$ko ;; \
+	esac >$(DKMS_DIR)/$(KVER)/pagetrace.ko; \
+	echo "dkms built $$ko -> build/dkms/$(KVER)/pagetrace.ko"
+
+deb:
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/pagetrace-$(VERSION)
+	tar -cf - --exclude='*.o' --exclude='*.ko' --exclude='*.cmd' \
+		--exclude='*.mod' --exclude='*.mod.c' --exclude='*.order' \
+		--exclude='*.symvers' VERSION Kbuild Makefile dkms.conf README.md \
+		module uapi userspace man completion udev debian | \
+		tar -xf - -C $(DEB_DIR)/pagetrace-$(VERSION)
+	$(MAKE) -C $(DEB_DIR)/pagetrace-$(VERSION)/userspace clean >/dev/null
+	cd $(DEB_DIR)/pagetrace-$(VERSION) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error $(DEB_DIR)/pagetrace_$(VERSION)_*.changes
+
+check-deb: deb
+	scripts/check-deb.sh $(CHROOT) $(DEB_MIRROR) $(DEB_DIR)
+
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	-$(MAKE) -C userspace clean
@@ -88,4 +210,7 @@ clean:
 	rm -rf build/ksrc build/lint build/static build/check
 	rm -rf $(filter-out $(CURDIR)/build/vm,$(wildcard $(CURDIR)/build/*))
 
-.PHONY: all module userspace check lint ksrc kbuild static selftests clean
+.PHONY: all module userspace check lint ksrc kbuild static selftests clean \
+	install install-module install-tools uninstall uninstall-module \
+	uninstall-tools install-dkms-src dkms-install dkms-remove dkms-build \
+	deb check-deb
