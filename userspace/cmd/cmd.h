@@ -2,6 +2,7 @@
 #ifndef PAGETRACE_CMD_H
 #define PAGETRACE_CMD_H
 
+#include <stdio.h>
 #include "libpagetrace.h"
 
 /* Exit codes: 1 for a bad or unreadable trace, 2 for a bad command line. */
@@ -10,6 +11,8 @@
 
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /*
  * Open FILE ("-" is stdin) and read its header.  On failure prints
@@ -21,5 +24,14 @@ void close_trace(struct pt_reader *r, int fd);
 void trace_error(const char *path, struct pt_reader *r, int err);
 /* Signed seconds.nanoseconds of @ns - @start, into @buf (>= 32 bytes). */
 void fmt_rel_time(char *buf, uint64_t ns, uint64_t start);
+
+/*
+ * An 8-bit palette PNG of @w x @h pixels (row-major palette indices), in a
+ * malloc'ed buffer; 0 or -ENOMEM.
+ */
+int png_indexed(const uint8_t *pix, unsigned int w, unsigned int h,
+		const uint8_t (*pal)[3], unsigned int npal, unsigned char **out,
+		size_t *outlen);
+void base64_write(FILE *f, const unsigned char *p, size_t n);
 
 #endif

@@ -13,6 +13,8 @@ static const struct {
 } cmds[] = {
 	{ "dump",  cmd_dump,  "dump [-v] FILE      one line per event" },
 	{ "stats", cmd_stats, "stats [--json] FILE counts by type, order and CPU" },
+	{ "convert", cmd_convert, "convert --to csv|perfetto FILE   CSV or Chrome JSON trace events" },
+	{ "report", cmd_report, "report FILE -o report.html    one HTML page with figures" },
 };
 
 static void usage(FILE *f)
