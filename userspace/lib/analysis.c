@@ -373,8 +373,11 @@ static int process(struct pt_analysis *a, const struct pt_event *ev, bool snap)
 		ret = do_alloc(a, ev, snap);
 	else
 		ret = do_end(a, ev);
-	if (!ret && m->p.event)
+	if (!ret && m->p.event) {
 		ret = m->p.event(ev, a, m->p.arg);
+		if (ret)
+			m->err = ret;
+	}
 	return ret;
 }
 
@@ -665,16 +668,19 @@ int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
 		int n = ret;
 
 		ret = 0;
-		for (int i = 0; i < n && !ret; i++)
+		for (int i = 0; i < n && !ret; i++) {
 			ret = arrive(a, &evs[i]);
+			if (!ret && a->priv->held > a->priv->p.max_held)
+				ret = release(a, false);
+		}
 		if (!ret)
 			ret = release(a, false);
 		if (ret)
 			break;
 	}
 	pt_reader_set_chunk_cb(r, NULL, NULL);
-	/* Whatever came before an error still counts. */
-	ret2 = release(a, true);
+	/* Whatever came before a reader error still counts; a hook's stops all. */
+	ret2 = a->priv->err ? 0 : release(a, true);
 	if (!ret)
 		ret = ret2;
 	if (a->stats.nr_cpus > pt_reader_header(r)->nr_cpus)
