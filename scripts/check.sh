@@ -5,9 +5,13 @@
 #   1. deps: scripts/deps.sh for the kernel flavours in KERNELS
 #   2. host: userspace unit tests (make -C userspace check)
 #   3. lint: checkpatch --strict per file; sparse per kernel
-#   4. per kernel flavour: build pagetrace.ko and pagetrace_gt.ko into
-#      build/RELEASE/, boot it under QEMU (scripts/vm-run.sh) and run every
-#      selftests/*_test there, then check dmesg for splats
+#   4. packaging: scripts/check-packaging.sh (versions, man pages against
+#      the CLI and libpagetrace.h, bash completion, make install/uninstall,
+#      make deb + lintian)
+#   5. per kernel flavour: build pagetrace.ko and pagetrace_gt.ko into
+#      build/RELEASE/, build pagetrace.ko again with DKMS (make dkms-build;
+#      the VM loads this one), boot it under QEMU (scripts/vm-run.sh) and
+#      run every selftests/*_test there, then check dmesg for splats
 #
 # Every result is printed as KTAP, prefixed with where it ran
 # ("[6.1.0-56-amd64] ok 3 ..."); a build step that fails is a failed result
@@ -76,6 +80,11 @@ say "documentation example decoder"
 rc=0
 Documentation/pagetrace/check-example.sh userspace/pagetrace >"$OUT/doc-example.log" 2>&1 || rc=$?
 emit "[host]" doc-example "$rc" <"$OUT/doc-example.log"
+
+say "packaging (man pages, completion, install, deb)"
+rc=0
+scripts/check-packaging.sh >"$OUT/packaging.log" 2>&1 || rc=$?
+emit "[pkg]" packaging "$rc" <"$OUT/packaging.log"
 
 say "checkpatch"
 scripts/lint.sh checkpatch >"$OUT/checkpatch.log" 2>&1
@@ -155,10 +164,15 @@ for flavour in $KERNELS; do
 	scripts/lint.sh sparse "$B" "/lib/modules/$rel/build" >"$OUT/sparse-$rel.log" 2>&1
 	emit "$P" sparse 0 <"$OUT/sparse-$rel.log"
 
+	# The VM loads the module DKMS built (dkms.conf, as users get it), not
+	# the kbuild one (kept for sparse): build/dkms/RELEASE/pagetrace.ko.
+	dkms_ko=$ROOT/build/dkms/$rel/pagetrace.ko
+	step "$P" "dkms-build-$rel" make dkms-build KVER="$rel"
+
 	S=$B/share
 	rm -rf "$S"
 	mkdir -p "$S/tests" "$S/results"
-	for f in "$B/pagetrace.ko" "$B/selftests/gt_module/pagetrace_gt.ko" "$STATIC_CLI"; do
+	for f in "$dkms_ko" "$B/selftests/gt_module/pagetrace_gt.ko" "$STATIC_CLI"; do
 		if [ -f "$f" ]; then cp "$f" "$S/"; else echo "$P # missing: ${f#"$ROOT"/}"; fi
 	done
 	for t in "${TESTS[@]}"; do cp "selftests/$t" "$S/tests/"; done

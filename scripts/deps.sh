@@ -38,6 +38,9 @@ install() {
 }
 
 install "${BASE[@]}"
+# Packaging: DKMS, dpkg-buildpackage and lintian, groff for the man page
+# checks (scripts/check-packaging.sh), debootstrap for `make check-deb`.
+install dkms dh-dkms debhelper lintian groff debootstrap
 
 for flavour in "$@"; do
 	case "$flavour" in

@@ -1,0 +1,244 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Packaging checks, run by scripts/check.sh; prints one KTAP document.
+#
+# usage: scripts/check-packaging.sh [PAGETRACE]
+#   PAGETRACE  the built CLI (default userspace/pagetrace)
+#
+#   version     VERSION, PT_VERSION_STRING, debian/changelog and dkms.conf
+#               agree
+#   man-lint    every man page formats with zero groff/man warnings
+#   man-cli     the commands of `pagetrace --help`, and each command's long
+#               options, are documented in man/man1/pagetrace.1
+#   man-lib     every pt_* function libpagetrace.h declares has a
+#               man/man3/NAME.3 page that lists it under NAME, and no page
+#               names a function the header does not declare
+#   completion  completion/pagetrace completes the commands, options and
+#               file names (bash, COMP_WORDS/COMP_CWORD/COMPREPLY)
+#   install     make install DESTDIR=tmp installs exactly the expected files,
+#               the installed CLI runs and the installed library links;
+#               make uninstall leaves no file behind
+#   deb         make deb (dpkg-buildpackage -b and lintian --fail-on error),
+#               skipped with PKG_DEB=0; the chroot test is `make check-deb`
+#
+# Each failure says what is missing and where, e.g. for a new CLI command
+# "man/man1/pagetrace.1 has no '.SS record' section under .SH COMMANDS".
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 2
+CLI=${1:-$ROOT/userspace/pagetrace}
+HDR=userspace/lib/libpagetrace.h
+MAN1=man/man1/pagetrace.1
+PKG_DEB=${PKG_DEB:-1}
+TMP=$(mktemp -d) || exit 2
+trap 'rm -rf "$TMP"' EXIT
+
+echo "TAP version 13"
+echo "1..7"
+n=0
+failed=0
+
+# result NAME: ok if no diagnostics were written to $TMP/diag, else not ok
+# with them.  skip NAME REASON.
+result() {
+	n=$((n + 1))
+	if [ -s "$TMP/diag" ]; then
+		sed 's/^/# /' "$TMP/diag"
+		echo "not ok $n $1"
+		failed=1
+	else
+		echo "ok $n $1"
+	fi
+	: >"$TMP/diag"
+}
+skip() { n=$((n + 1)); echo "ok $n $1 # SKIP $2"; }
+diag() { echo "$*" >>"$TMP/diag"; }
+: >"$TMP/diag"
+
+# ---------------------------------------------------------------- version
+ver=$(cat VERSION 2>/dev/null)
+[ -n "$ver" ] || diag "VERSION is missing or empty"
+pt=$(sed -n 's/^#define[[:space:]]*PT_VERSION_STRING[[:space:]]*"\(.*\)"/\1/p' "$HDR")
+[ "$pt" = "$ver" ] || diag "PT_VERSION_STRING in $HDR is '$pt', VERSION says '$ver'"
+deb=$(sed -n '1s/^pagetrace (\([^)-]*\).*/\1/p' debian/changelog)
+[ "$deb" = "$ver" ] || diag "debian/changelog's version is '$deb', VERSION says '$ver' (dch -v $ver)"
+grep -q '^PACKAGE_VERSION="#MODULE_VERSION#"$' dkms.conf ||
+	diag "dkms.conf: PACKAGE_VERSION must be \"#MODULE_VERSION#\" (filled in from VERSION)"
+if [ -x "$CLI" ]; then
+	"$CLI" --version | grep -q "^pagetrace $ver " ||
+		diag "pagetrace --version says '$("$CLI" --version)', VERSION says '$ver'"
+fi
+result version
+
+# --------------------------------------------------------------- man-lint
+pages=$(cd man && ls man[1-8]/*.[1-8])
+[ -n "$pages" ] || diag "no man pages under man/"
+for p in $pages; do
+	# From man/, so that .so links resolve.
+	out=$(cd man && { groff -t -ww -man -z "$p" 2>&1; man --warnings -l "$p" 2>&1 >/dev/null; })
+	[ -z "$out" ] || diag "man/$p: $out"
+done
+result man-lint
+
+# ---------------------------------------------------------------- man-cli
+if [ ! -x "$CLI" ]; then
+	diag "no pagetrace CLI at $CLI (make userspace)"
+else
+	# Commands: the first word of each line under "commands:" in --help.
+	"$CLI" --help | awk '/^commands:/ { on = 1; next }
+		on && /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }' | sort -u >"$TMP/cli"
+	[ -s "$TMP/cli" ] || diag "pagetrace --help lists no commands"
+	# Documented: ".SS name" under ".SH COMMANDS".
+	awk '/^\.SH/ { on = ($2 == "COMMANDS") } on && /^\.SS/ { print $2 }' "$MAN1" |
+		tr -d '"' | sort -u >"$TMP/man"
+	comm -23 "$TMP/cli" "$TMP/man" | while read -r c; do
+		diag "$MAN1 has no '.SS $c' section under .SH COMMANDS for the command '$c'" \
+			"(and add it to the SYNOPSIS)"
+	done
+	comm -13 "$TMP/cli" "$TMP/man" | while read -r c; do
+		diag "$MAN1 documents '$c', which pagetrace --help does not list"
+	done
+	# Long options of each command, in its section.
+	while read -r c; do
+		sect=$(awk -v c="$c" '/^\.S[SH]/ { on = ($1 == ".SS" && $2 == c) } on' "$MAN1")
+		"$CLI" "$c" --help 2>/dev/null | grep -oE -- '--[a-z0-9][a-z0-9-]*' | sort -u |
+		while read -r o; do
+			[ "$o" = --help ] && continue
+			grep -qF -- "\\-\\-${o#--}" <<<"$sect" ||
+				diag "$MAN1: section '.SS $c' does not document $o (from pagetrace $c --help)"
+		done
+	done <"$TMP/cli"
+fi
+result man-cli
+
+# ---------------------------------------------------------------- man-lib
+# Public functions: what the preprocessed header declares with a pt_ name.
+if ! ${CC:-cc} -E -P -I uapi "$HDR" >"$TMP/hdr.i" 2>"$TMP/cc.log"; then
+	diag "$HDR does not preprocess: $(head -3 "$TMP/cc.log")"
+fi
+grep -oE '\bpt_[a-z0-9_]+[[:space:]]*\(' "$TMP/hdr.i" | tr -d ' (' | sort -u >"$TMP/funcs"
+[ -s "$TMP/funcs" ] || diag "found no pt_* functions in $HDR"
+# A page's NAME section, following a .so link.
+page_names() {
+	local f=man/man3/$1.3 so
+	so=$(sed -n 's/^\.so[[:space:]]*//p' "$f" | head -1)
+	[ -n "$so" ] && f=man/$so
+	[ -f "$f" ] || return
+	awk '/^\.SH/ { on = ($2 == "NAME"); next } on' "$f" | sed 's/\\-.*//' | tr ', ' '\n\n'
+}
+while read -r f; do
+	if [ ! -f "man/man3/$f.3" ]; then
+		diag "$f() is declared in $HDR but has no man page: add man/man3/$f.3" \
+			"(a page, or '.so man3/OTHER.3' if OTHER.3 documents it and lists $f under NAME)," \
+			"and list it in man/man3/libpagetrace.3"
+	elif ! page_names "$f" | grep -qx "$f"; then
+		diag "man/man3/$f.3 (or the page it .so-links to) does not list $f under .SH NAME"
+	fi
+	grep -qF "$f" man/man3/libpagetrace.3 || diag "man/man3/libpagetrace.3 does not list $f"
+done <"$TMP/funcs"
+for p in man/man3/pt_*.3; do
+	[ -e "$p" ] || continue
+	f=$(basename "$p" .3)
+	grep -qx "$f" "$TMP/funcs" || diag "$p documents $f(), which $HDR does not declare"
+done
+result man-lib
+
+# ------------------------------------------------------------- completion
+if [ ! -x "$CLI" ]; then
+	diag "no pagetrace CLI at $CLI"
+else
+	mkdir -p "$TMP/bin" "$TMP/files"
+	ln -sf "$CLI" "$TMP/bin/pagetrace"
+	: >"$TMP/files/trace-a.bin"
+	: >"$TMP/files/trace-b.bin"
+	cmds=$(tr '\n' ' ' <"$TMP/cli")
+	first=$(head -1 "$TMP/cli")
+	PATH=$TMP/bin:$PATH bash --norc --noprofile -c '
+		. completion/pagetrace || exit 1
+		cd "$1/files" || exit 1
+		# t EXPECTED WORD...: complete the last word, compare sorted COMPREPLY.
+		t() {
+			local want=$1 got; shift
+			COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=()
+			_pagetrace
+			got=$(printf "%s\n" "${COMPREPLY[@]}" | sort | tr "\n" " ")
+			want=$(printf "%s\n" $want | sort | tr "\n" " ")
+			[ "$got" = "$want" ] || echo "completing \"$*\": got \"$got\", want \"$want\""
+		}
+		t "$2" pagetrace ""
+		t "--help --version" pagetrace --
+		t "trace-a.bin trace-b.bin" pagetrace "$3" tr
+		t "" pagetrace "$3" nothing-matches
+		t "--verbose" pagetrace dump --verb
+		t "--json" pagetrace stats --j
+		complete -p pagetrace | grep -q _pagetrace || echo "no complete -F _pagetrace pagetrace"
+	' - "$TMP" "$cmds" "$first" >>"$TMP/diag" 2>&1
+fi
+result completion
+
+# ---------------------------------------------------------------- install
+D=$TMP/destdir
+mkdir -p "$D"
+kver=$(make -s --no-print-directory -f Makefile -f - print-kver <<<'print-kver: ; @echo $(KVER)' 2>/dev/null)
+if ! make install DESTDIR="$D" >"$TMP/install.log" 2>&1; then
+	diag "make install DESTDIR=... failed:"
+	tail -n 15 "$TMP/install.log" >>"$TMP/diag"
+else
+	{
+		echo "lib/modules/$kver/extra/pagetrace.ko"
+		echo "etc/udev/rules.d/60-pagetrace.rules"
+		for f in bin/pagetrace lib/libpagetrace.a include/libpagetrace.h \
+			include/linux/pagetrace.h share/bash-completion/completions/pagetrace; do
+			echo "usr/local/$f"
+		done
+		for p in $pages; do echo "usr/local/share/man/$p"; done
+	} | sort >"$TMP/want"
+	(cd "$D" && find . -type f -o -type l) | sed 's|^\./||' | sort >"$TMP/got"
+	if ! cmp -s "$TMP/want" "$TMP/got"; then
+		diag "make install installed (+) / missed (-):"
+		diff "$TMP/want" "$TMP/got" | grep '^[<>]' | sed 's/^</-/; s/^>/+/' >>"$TMP/diag"
+	fi
+	"$D/usr/local/bin/pagetrace" --version >/dev/null ||
+		diag "the installed pagetrace --version failed"
+	cat >"$TMP/prog.c" <<-'EOF'
+	#include <libpagetrace.h>
+	int main(void) { return pt_event_type_name(PT_EV_ALLOC)[0] != 'a'; }
+	EOF
+	${CC:-cc} -I"$D/usr/local/include" -o "$TMP/prog" "$TMP/prog.c" \
+		-L"$D/usr/local/lib" -lpagetrace >"$TMP/cc.log" 2>&1 && "$TMP/prog" ||
+		{ diag "a program using the installed libpagetrace does not build or run:"
+		  head -n 5 "$TMP/cc.log" >>"$TMP/diag"; }
+	if ! make uninstall DESTDIR="$D" >"$TMP/uninstall.log" 2>&1; then
+		diag "make uninstall DESTDIR=... failed:"
+		tail -n 15 "$TMP/uninstall.log" >>"$TMP/diag"
+	fi
+	left=$(cd "$D" && find . -type f -o -type l)
+	[ -z "$left" ] || diag "make uninstall left: $(echo $left)"
+fi
+result install
+
+# -------------------------------------------------------------------- deb
+if [ "$PKG_DEB" = 0 ]; then
+	skip deb "PKG_DEB=0"
+elif ! command -v dpkg-buildpackage >/dev/null || ! command -v lintian >/dev/null ||
+	! dpkg-query -W -f='${Status}' dh-dkms 2>/dev/null | grep -q 'ok installed'; then
+	skip deb "dpkg-buildpackage, lintian or dh-dkms missing (scripts/deps.sh installs them)"
+else
+	if ! make deb >"$TMP/deb.log" 2>&1; then
+		diag "make deb failed (lintian errors are failures):"
+		grep -E '^E: |error' "$TMP/deb.log" | head -n 20 >>"$TMP/diag"
+		tail -n 10 "$TMP/deb.log" >>"$TMP/diag"
+	else
+		for p in pagetrace-dkms_"$ver"_all.deb pagetrace-tools_"$ver"_"$(dpkg --print-architecture)".deb; do
+			[ -f "build/deb/$p" ] || diag "make deb did not produce build/deb/$p"
+		done
+		# Lintian warnings are not failures, but show them.
+		grep -E '^[WI]: ' "$TMP/deb.log" | sed 's/^/lintian: /' | head -n 20 |
+			while read -r l; do echo "# $l"; done
+	fi
+fi
+[ "$PKG_DEB" = 0 ] || result deb
+
+exit $failed
