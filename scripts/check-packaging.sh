@@ -11,6 +11,8 @@
 #   man-lint    every man page formats with zero groff/man warnings
 #   man-cli     the commands of `pagetrace --help`, and each command's long
 #               options, are documented in man/man1/pagetrace.1
+#   man-dev     every PAGETRACE_IOC_* of the uapi header, and mmap if the
+#               module has it, is described in man/man4/pagetrace.4
 #   man-lib     every pt_* function libpagetrace.h declares has a
 #               man/man3/NAME.3 page that lists it under NAME, and no page
 #               names a function the header does not declare
@@ -36,7 +38,7 @@ TMP=$(mktemp -d) || exit 2
 trap 'rm -rf "$TMP"' EXIT
 
 echo "TAP version 13"
-echo "1..7"
+echo "1..8"
 n=0
 failed=0
 
@@ -144,6 +146,19 @@ for p in man/man3/pt_*.3; do
 	grep -qx "$f" "$TMP/funcs" || diag "$p documents $f(), which $HDR does not declare"
 done
 result man-lib
+
+# ---------------------------------------------------------------- man-dev
+MAN4=man/man4/pagetrace.4
+for ioc in $(sed -n 's/^#define[[:space:]]*\(PAGETRACE_IOC_[A-Z0-9_]*\)[[:space:]]*_IO.*/\1/p' \
+		uapi/linux/pagetrace.h); do
+	grep -q "^\.B $ioc\$" "$MAN4" ||
+		diag "$MAN4 does not describe $ioc (a '.TP' / '.B $ioc' entry under .SS ioctl)"
+done
+if grep -qE '^[[:space:]]*\.mmap[[:space:]]*=' module/*.c; then
+	grep -q 'has no$' "$MAN4" &&
+		diag "$MAN4 says the device has no mmap(2), but the module has one: document it under .SS mmap"
+fi
+result man-dev
 
 # ------------------------------------------------------------- completion
 if [ ! -x "$CLI" ]; then
