@@ -2,8 +2,11 @@
 /*
  * pagetrace convert: a trace as CSV (one row per event, stream order) or as
  * a Chrome JSON trace (the trace event format Perfetto and chrome://tracing
- * open): counter tracks of pages in use per zone and per order, sampled at
- * most once per --interval, and an instant event per reclaim burst.
+ * open): counter tracks of pages in use per zone and per order, and an
+ * instant event per reclaim burst.  Counters are sampled at most once per
+ * --interval (the state after the first event past each interval
+ * boundary), so a trace of any length stays a size Perfetto can load;
+ * changes that come and go within one interval do not show.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,7 +29,7 @@ static void convert_usage(FILE *f)
 		   "  -o, --output OUT      write OUT instead of stdout\n"
 		   "  -g, --go              FILE is a Go runtime page trace (GODEBUG=pagetrace)\n"
 		   "  -i, --interval US     perfetto: counter samples at most every US\n"
-		   "                        microseconds (default 1000)\n"
+		   "                        microseconds (default 1000; 0: every change)\n"
 		   "  -b, --burst-gap US    perfetto: reclaims closer than this belong to one\n"
 		   "                        burst (default 1000)\n"
 		   "  -m, --burst-min N     perfetto: bursts of fewer pages are not shown\n"
@@ -153,7 +156,8 @@ static int perfetto_event(const struct pt_event *ev, const struct pt_analysis *a
 	}
 	if (ev->time_ns >= p->next_ns) {
 		sample(p, a, ev->time_ns, false);
-		p->next_ns = ev->time_ns - ev->time_ns % p->interval_ns + p->interval_ns;
+		if (p->interval_ns)
+			p->next_ns = ev->time_ns - ev->time_ns % p->interval_ns + p->interval_ns;
 	}
 	return 0;
 }
@@ -219,7 +223,7 @@ int cmd_convert(int argc, char **argv)
 		if (c == 'i' || c == 'b' || c == 'm') {
 			errno = 0;
 			v = strtoull(optarg, &end, 10);
-			if (errno || *end || !*optarg || (c == 'i' && !v) || v > UINT64_MAX / 1000) {
+			if (errno || *end || !*optarg || v > UINT64_MAX / 1000) {
 				fprintf(stderr, "pagetrace: bad number '%s'\n", optarg);
 				return EXIT_USAGE;
 			}

@@ -57,8 +57,9 @@ static void heat_snap(struct heat *hm, unsigned int c)
 
 		if (v < 0 || !cap)
 			v = 0;
+		/* Rounded up: one live page in a big row still shows. */
 		hm->occ[(size_t)c * hm->h + r] = (uint8_t)((uint64_t)v >= cap ? 255 :
-							    (uint64_t)v * 255 / cap);
+							    ((uint64_t)v * 255 + cap - 1) / cap);
 	}
 }
 
