@@ -647,7 +647,8 @@ static int init(struct pt_reader *r, struct pt_analysis *a,
 			m->active[m->nr_active++] = c + 1;
 		}
 	}
-	memcpy(a->zones, z, a->nr_zones * sizeof(*z));
+	if (a->nr_zones)
+		memcpy(a->zones, z, a->nr_zones * sizeof(*z));
 	qsort(a->zones, a->nr_zones, sizeof(*a->zones), cmp_zone);
 	a->origin_ns = h->start_ns;
 	a->bin_ns = RATE_BIN0_NS;
