@@ -3,7 +3,9 @@
 # (a fresh machine is fine: scripts/deps.sh installs what is missing).
 #
 #   1. deps: scripts/deps.sh for the kernel flavours in KERNELS
-#   2. host: userspace unit tests (make -C userspace check)
+#   2. host: userspace unit tests (make -C userspace check); decoder fuzzing
+#      for FUZZ_SECONDS (default 60); the report in headless Chromium; a
+#      live Go page trace when Go 1.22 is installed
 #   3. lint: checkpatch --strict per file; sparse per kernel
 #   4. packaging: scripts/check-packaging.sh (versions, man pages against
 #      the CLI and libpagetrace.h, bash completion, make install/uninstall,
@@ -75,6 +77,18 @@ step "[host]" userspace-build make userspace
 rc=0
 make -s -C userspace check KSELFTEST_DIR="$KSELFTEST_DIR" >"$OUT/userspace-check.log" 2>&1 || rc=$?
 emit "[host]" userspace-check "$rc" <"$OUT/userspace-check.log"
+
+say "decoder fuzzing (${FUZZ_SECONDS:-60} s), report in Chromium, a live Go trace"
+# host_check NAME COMMAND...: COMMAND prints KTAP, its result is NAME's.
+host_check() {
+	local name=$1 rc=0
+	shift
+	"$@" >"$OUT/$name.log" 2>&1 || rc=$?
+	emit "[host]" "$name" "$rc" <"$OUT/$name.log"
+}
+host_check fuzz userspace/fuzz/run-fuzz.sh "${FUZZ_SECONDS:-60}"
+host_check report-chromium userspace/tests/report-chromium.sh
+host_check go-live userspace/tests/go-live.sh
 
 say "documentation example decoder"
 rc=0
