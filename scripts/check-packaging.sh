@@ -104,11 +104,12 @@ else
 	done
 	# Long options of each command, in its section.
 	while read -r c; do
-		sect=$(awk -v c="$c" '/^\.S[SH]/ { on = ($1 == ".SS" && $2 == c) } on' "$MAN1")
+		sect=$(awk -v c="$c" '/^\.S[SH]/ { on = ($1 == ".SS" && $2 == c) } on' "$MAN1" |
+			sed 's/\\-/-/g')
 		"$CLI" "$c" --help 2>/dev/null | grep -oE -- '--[a-z0-9][a-z0-9-]*' | sort -u |
 		while read -r o; do
 			[ "$o" = --help ] && continue
-			grep -qF -- "\\-\\-${o#--}" <<<"$sect" ||
+			grep -qE -- "(^|[^a-z0-9-])$o([^a-z0-9-]|\$)" <<<"$sect" ||
 				diag "$MAN1: section '.SS $c' does not document $o (from pagetrace $c --help)"
 		done
 	done <"$TMP/cli"
@@ -188,6 +189,7 @@ else
 		t "" pagetrace "$3" nothing-matches
 		t "--verbose" pagetrace dump --verb
 		t "--json" pagetrace stats --j
+		t "trace-a.bin trace-b.bin" pagetrace "$3" -- tr
 		complete -p pagetrace | grep -q _pagetrace || echo "no complete -F _pagetrace pagetrace"
 	' - "$TMP" "$cmds" "$first" >>"$TMP/diag" 2>&1
 fi
