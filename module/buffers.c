@@ -15,6 +15,11 @@
  * IPI (interrupts off there, like the writer) - the seed's ragged barrier.
  * Offline CPUs run no writer; their buffers are flushed from here directly,
  * under cpus_read_lock() so that they stay offline meanwhile.
+ *
+ * The same ragged barrier switches the writers between stream and flight
+ * recorder behaviour (pt_set_overwrite()): once on_each_cpu() has returned,
+ * every online CPU has run the IPI with interrupts off, so no writer is in
+ * the middle of an event and every later one sees the new setting.
  */
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
@@ -70,6 +75,8 @@ void pt_buffers_free(struct pt_session *sess)
 	}
 	kfree(sess->cpus);
 	sess->cpus = NULL;
+	vfree(sess->meta);
+	sess->meta = NULL;
 }
 
 /*
@@ -176,6 +183,46 @@ void pt_flush(struct pt_session *sess, bool all)
 	mutex_unlock(&sess->flush_lock);
 }
 
+struct pt_overwrite {
+	struct pt_session	*sess;
+	bool			on;
+};
+
+static void pt_overwrite_ipi(void *info)
+{
+	struct pt_overwrite *o = info;
+
+	o->sess->cpus[smp_processor_id()].overwrite = o->on;
+}
+
+/**
+ * pt_set_overwrite - switch every writer to overwriting or to dropping
+ * @sess: the session
+ * @on: true: a full ring overwrites its oldest chunk (flight recorder);
+ *      false: a full ring drops new events and counts them as lost
+ *
+ * A ragged barrier, like pt_flush(): when it returns, no writer is inside
+ * pt_emit() with the old setting, and every writer has published the
+ * consumed positions it advanced (the IPI's completion orders the target's
+ * stores before our return).  Only then may a consumer move consumed in
+ * flight recorder mode.  May sleep.
+ */
+void pt_set_overwrite(struct pt_session *sess, bool on)
+{
+	struct pt_overwrite arg = { .sess = sess, .on = on };
+	unsigned int cpu;
+
+	mutex_lock(&sess->flush_lock);
+	cpus_read_lock();
+	on_each_cpu(pt_overwrite_ipi, &arg, true);
+	for_each_possible_cpu(cpu) {
+		if (!cpu_online(cpu))
+			sess->cpus[cpu].overwrite = on;
+	}
+	cpus_read_unlock();
+	mutex_unlock(&sess->flush_lock);
+}
+
 /**
  * pt_flush_late_losses - report losses the final flush had no buffer for
  * @sess: a stopped session
@@ -204,7 +251,13 @@ void pt_flush_work_fn(struct work_struct *work)
 	struct pt_session *sess = container_of(to_delayed_work(work),
 					       struct pt_session, flush_work);
 
-	pt_flush(sess, false);
+	/*
+	 * A flight recorder keeps whole buffers: closing stale ones early
+	 * would only shorten the history its ring holds.  FREEZE and stop
+	 * flush it.
+	 */
+	if (READ_ONCE(sess->mode) != PAGETRACE_MODE_FLIGHT)
+		pt_flush(sess, false);
 	schedule_delayed_work(&sess->flush_work,
 			      msecs_to_jiffies(sess->flush_ms));
 }
@@ -217,18 +270,22 @@ void pt_flush_work_fn(struct work_struct *work)
 static struct pagetrace_chunk *pt_reader_peek(struct pt_session *sess,
 					      struct pt_cpu *c)
 {
-	u64 consumed = c->consumed;
+	/* Only we (read_lock) move consumed while read() may be used. */
+	u64 consumed = c->meta->consumed;
 
 	/* Pairs with the release in pt_close_chunk(). */
-	if (consumed == smp_load_acquire(&c->produced))
+	if (consumed == smp_load_acquire(&c->meta->produced))
 		return NULL;
 	return c->bufs + (consumed % sess->nr_bufs) * sess->chunk_size;
 }
 
 static void pt_reader_put(struct pt_cpu *c)
 {
-	/* Our copy of the chunk is done before the writer may reuse it. */
-	smp_store_release(&c->consumed, c->consumed + 1);
+	/*
+	 * Our copy of the chunk is done before the writer may reuse it;
+	 * pairs with the acquire in pt_open_chunk().
+	 */
+	smp_store_release(&c->meta->consumed, c->meta->consumed + 1);
 }
 
 /* Pick the next CPU with a closed chunk, round-robin; false if none. */
@@ -255,19 +312,26 @@ static bool pt_reader_get(struct pt_session *sess)
 	return false;
 }
 
-/* Whether a read() would find a chunk; for the wait queue. */
+/* Whether some CPU has a closed chunk not yet consumed; for wait queues. */
 bool pt_reader_ready(struct pt_session *sess)
 {
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
-		struct pt_cpu *c = &sess->cpus[cpu];
+		struct pagetrace_meta_cpu *m = sess->cpus[cpu].meta;
 
 		/* Acquire: pairs with the release in pt_close_chunk(). */
-		if (READ_ONCE(c->consumed) != smp_load_acquire(&c->produced))
+		if (READ_ONCE(m->consumed) != smp_load_acquire(&m->produced))
 			return true;
 	}
 	return false;
+}
+
+/* Whether every closed chunk is consumed (and no read() is mid-chunk). */
+bool pt_reader_drained(struct pt_session *sess)
+{
+	lockdep_assert_held(&sess->read_lock);
+	return sess->rd_cpu < 0 && !pt_reader_ready(sess);
 }
 
 /**
@@ -295,7 +359,7 @@ ssize_t pt_read_chunks(struct pt_session *sess, char __user *buf, size_t count)
 		if (sess->rd_cpu < 0 && !pt_reader_get(sess))
 			break;
 		c = &sess->cpus[sess->rd_cpu];
-		src = c->bufs + (c->consumed % sess->nr_bufs) *
+		src = c->bufs + (c->meta->consumed % sess->nr_bufs) *
 		      sess->chunk_size + sess->rd_off;
 		n = min_t(size_t, count - done, sess->rd_len - sess->rd_off);
 		if (copy_to_user(buf + done, src, n))

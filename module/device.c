@@ -8,10 +8,21 @@
  *  read     the stream: the header, then closed chunks as they come.
  *           Blocks until a chunk is closed (full, or flushed by the timer)
  *           unless O_NONBLOCK; returns 0 once the session is stopped and
- *           drained.
- *  poll     readable when a chunk is waiting or the session has stopped.
- *  ioctl    PAGETRACE_IOC_INFO, _FLUSH, _STATS, _STOP; others -ENOTTY.
- *  release  stops the session and frees it.
+ *           drained.  -EBUSY for chunks once the session is consumed
+ *           through the mapping.  In flight recorder mode chunks are
+ *           readable only after PAGETRACE_IOC_STOP.
+ *  mmap     the meta area and every CPU's ring, read-only (mmap.c).
+ *  poll     readable when a chunk is waiting or the session has stopped
+ *           (or, before any chunk was consumed, while header bytes are
+ *           left for read()).
+ *  ioctl    PAGETRACE_IOC_INFO, _FLUSH, _STATS, _STOP, _MMAP_INFO,
+ *           _CONSUME, _SET_MODE, _FREEZE, _THAW; others -ENOTTY.
+ *  release  stops the session and frees it (after the last munmap()).
+ *
+ * One session has one consumer, read() or the mapping: whichever reads a
+ * chunk first (a read() past the header, or PAGETRACE_IOC_CONSUME) claims
+ * it, and the other gets -EBUSY from then on.  Mixing them would hand the
+ * same chunk to both, or one's partial copy to the writer.
  *
  * The file holds a reference on the module (fops.owner), so rmmod while a
  * reader holds the device is refused (delete_module() fails with
@@ -23,6 +34,8 @@
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
 
 #include "pagetrace.h"
@@ -73,10 +86,24 @@ static ssize_t pt_read_header(struct pt_session *sess, char __user *buf,
 	return n;
 }
 
+/* Claim the session's chunks for @who; under read_lock. */
+static int pt_claim_consumer(struct pt_session *sess, enum pt_consumer who)
+{
+	lockdep_assert_held(&sess->read_lock);
+	if (sess->consumer == PT_CONSUMER_NONE)
+		WRITE_ONCE(sess->consumer, who);	/* poll reads it racily */
+	return sess->consumer == who ? 0 : -EBUSY;
+}
+
+/* Whether a consumer would find a chunk, or the end; for the wait queue. */
 static bool pt_readable(struct pt_session *sess)
 {
 	/* Acquire: pairs with the release in pt_session_stop(). */
-	return smp_load_acquire(&sess->stopped) || pt_reader_ready(sess);
+	if (smp_load_acquire(&sess->stopped))
+		return true;
+	/* A running flight recorder's chunks are not for consumers. */
+	return READ_ONCE(sess->mode) != PAGETRACE_MODE_FLIGHT &&
+	       pt_reader_ready(sess);
 }
 
 static ssize_t pt_read(struct file *file, char __user *buf, size_t count,
@@ -90,13 +117,26 @@ static ssize_t pt_read(struct file *file, char __user *buf, size_t count,
 		return 0;
 	if (mutex_lock_interruptible(&sess->read_lock))
 		return -ERESTARTSYS;
+	/* The mapping consumes: not even the header (it has its own copy). */
+	if (sess->consumer == PT_CONSUMER_MMAP) {
+		mutex_unlock(&sess->read_lock);
+		return -EBUSY;
+	}
 	for (;;) {
 		done = pt_read_header(sess, buf, count);
-		if (done < 0)
+		if (done < 0 || done == count)
 			break;
+		ret = pt_claim_consumer(sess, PT_CONSUMER_READ);
+		if (ret) {
+			if (!done)
+				done = ret;
+			break;
+		}
 		/* Read before looking for chunks: see struct pt_session. */
 		stopped = smp_load_acquire(&sess->stopped);
-		ret = pt_read_chunks(sess, buf + done, count - done);
+		ret = 0;
+		if (stopped || sess->mode != PAGETRACE_MODE_FLIGHT)
+			ret = pt_read_chunks(sess, buf + done, count - done);
 		if (ret < 0) {
 			if (!done)
 				done = ret;
@@ -132,7 +172,11 @@ static __poll_t pt_poll(struct file *file, poll_table *wait)
 	struct pt_session *sess = file->private_data;
 
 	poll_wait(file, &sess->wq, wait);
-	if (READ_ONCE(sess->read_off) < sess->header_size || pt_readable(sess))
+	/* A mapping reader has the header in the meta area. */
+	if (READ_ONCE(sess->consumer) != PT_CONSUMER_MMAP &&
+	    READ_ONCE(sess->read_off) < sess->header_size)
+		return EPOLLIN | EPOLLRDNORM;
+	if (pt_readable(sess))
 		return EPOLLIN | EPOLLRDNORM;
 	return 0;
 }
@@ -183,21 +227,208 @@ static long pt_ioctl_stats(struct pt_session *sess, void __user *arg)
 	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
+static long pt_ioctl_mmap_info(struct pt_session *sess, void __user *arg)
+{
+	struct pagetrace_mmap_info mi = {
+		.mmap_size = sess->mmap_size,
+		.data_offset = sess->meta_size,
+		.ring_size = sess->ring_size,
+		.meta_size = sess->meta_size,
+		.nr_cpus = sess->nr_cpus,
+	};
+
+	return copy_to_user(arg, &mi, sizeof(mi)) ? -EFAULT : 0;
+}
+
+/*
+ * Check and apply new consumed positions; read_lock held, so nobody else
+ * moves consumed (the caller made sure no writer overwrites either).
+ */
+static int pt_consume_apply(struct pt_session *sess, const u64 *pos,
+			    unsigned int n)
+{
+	unsigned int cpu;
+
+	for (cpu = 0; cpu < n; cpu++) {
+		struct pagetrace_meta_cpu *m = sess->cpus[cpu].meta;
+		u64 produced;
+
+		if (!cpu_possible(cpu)) {
+			if (pos[cpu])
+				return -EINVAL;
+			continue;
+		}
+		/* Acquire: pairs with the release in pt_close_chunk(). */
+		produced = smp_load_acquire(&m->produced);
+		if (pos[cpu] < m->consumed || pos[cpu] > produced)
+			return -EINVAL;
+	}
+	for (cpu = 0; cpu < n; cpu++) {
+		struct pagetrace_meta_cpu *m = sess->cpus[cpu].meta;
+
+		/*
+		 * The caller's copies (write() from the mapping) returned
+		 * before this ioctl; release orders them before the writer,
+		 * which loads consumed with acquire, may reuse the buffers.
+		 */
+		if (!cpu_possible(cpu) || pos[cpu] == m->consumed)
+			continue;
+		/* Release: pairs with the acquire in pt_open_chunk(). */
+		smp_store_release(&m->consumed, pos[cpu]);
+	}
+	return 0;
+}
+
+static long pt_ioctl_consume(struct pt_session *sess, void __user *arg)
+{
+	struct pagetrace_consume req;
+	u64 *pos = NULL;
+	bool stopped;
+	long ret;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || memchr_inv(req.reserved, 0, sizeof(req.reserved)) ||
+	    req.nr_cpus > sess->nr_cpus)
+		return -EINVAL;
+	if (req.nr_cpus) {
+		pos = memdup_user(u64_to_user_ptr(req.pos),
+				  array_size(req.nr_cpus, sizeof(*pos)));
+		if (IS_ERR(pos))
+			return PTR_ERR(pos);
+	}
+
+	if (mutex_lock_interruptible(&sess->read_lock)) {
+		kfree(pos);
+		return -ERESTARTSYS;
+	}
+	ret = pt_claim_consumer(sess, PT_CONSUMER_MMAP);
+	if (ret || !req.nr_cpus)
+		goto unlock;
+	/*
+	 * Writers move consumed themselves while a flight recorder runs.
+	 * Acquire on stopped: pairs with the release in pt_session_stop().
+	 */
+	stopped = smp_load_acquire(&sess->stopped);
+	if (sess->mode == PAGETRACE_MODE_FLIGHT && !sess->frozen && !stopped) {
+		ret = -EBUSY;
+		goto unlock;
+	}
+	ret = pt_consume_apply(sess, pos, req.nr_cpus);
+	/* Drained after the stop: the last losses may need a buffer now. */
+	if (!ret && stopped && pt_reader_drained(sess))
+		pt_flush_late_losses(sess);
+unlock:
+	mutex_unlock(&sess->read_lock);
+	kfree(pos);
+	return ret;
+}
+
+/* Rewrite the header's flags in both copies; nobody has read them yet. */
+static void pt_header_set_flags(struct pt_session *sess, u32 flags)
+{
+	struct pagetrace_header *h = sess->header;
+	struct pagetrace_header *mh = (void *)sess->meta +
+				      sess->meta->header_offset;
+
+	sess->header_flags = flags;
+	h->flags = pt_le32(flags);
+	WRITE_ONCE(mh->flags, pt_le32(flags));
+}
+
+static long pt_ioctl_set_mode(struct pt_session *sess, void __user *arg)
+{
+	struct pagetrace_mode req;
+	long ret = 0;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (memchr_inv(req.reserved, 0, sizeof(req.reserved)) ||
+	    (req.mode != PAGETRACE_MODE_STREAM &&
+	     req.mode != PAGETRACE_MODE_FLIGHT))
+		return -EINVAL;
+
+	if (mutex_lock_interruptible(&sess->read_lock))
+		return -ERESTARTSYS;
+	mutex_lock(&sess->state_lock);
+	if (req.mode == sess->mode)
+		goto unlock;
+	/* Only STREAM -> FLIGHT, and only before anything was read. */
+	if (sess->stopped || sess->consumer != PT_CONSUMER_NONE ||
+	    sess->read_off || sess->mode == PAGETRACE_MODE_FLIGHT) {
+		ret = -EBUSY;
+		goto unlock;
+	}
+	WRITE_ONCE(sess->mode, PAGETRACE_MODE_FLIGHT);
+	WRITE_ONCE(sess->meta->mode, PAGETRACE_MODE_FLIGHT);
+	pt_header_set_flags(sess, sess->header_flags | PAGETRACE_FLAG_OVERWRITE);
+	pt_meta_set_flags(sess, PAGETRACE_META_OVERWRITE, 0);
+	pt_set_overwrite(sess, true);
+unlock:
+	mutex_unlock(&sess->state_lock);
+	mutex_unlock(&sess->read_lock);
+	return ret;
+}
+
+/* PAGETRACE_IOC_FREEZE (@freeze) and _THAW; see the uapi header. */
+static long pt_ioctl_freeze(struct pt_session *sess, bool freeze)
+{
+	long ret = 0;
+
+	if (mutex_lock_interruptible(&sess->read_lock))
+		return -ERESTARTSYS;
+	mutex_lock(&sess->state_lock);
+	if (sess->mode != PAGETRACE_MODE_FLIGHT) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	/* Stopped: writers are gone and overwriting is off for good. */
+	if (sess->stopped)
+		goto unlock;
+	if (freeze) {
+		/* First no writer overwrites, then the partial buffers close. */
+		pt_set_overwrite(sess, false);
+		pt_flush(sess, true);
+		sess->frozen = true;
+		pt_meta_set_flags(sess, PAGETRACE_META_FROZEN, 0);
+	} else if (sess->frozen) {
+		/* read_lock keeps consumers out until writers own consumed. */
+		sess->frozen = false;
+		pt_meta_set_flags(sess, 0, PAGETRACE_META_FROZEN);
+		pt_set_overwrite(sess, true);
+	}
+unlock:
+	mutex_unlock(&sess->state_lock);
+	mutex_unlock(&sess->read_lock);
+	return ret;
+}
+
 static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct pt_session *sess = file->private_data;
+	void __user *uarg = (void __user *)arg;
 
 	switch (cmd) {
 	case PAGETRACE_IOC_INFO:
-		return pt_ioctl_info(sess, (void __user *)arg);
+		return pt_ioctl_info(sess, uarg);
 	case PAGETRACE_IOC_FLUSH:
 		pt_flush(sess, true);
 		return 0;
 	case PAGETRACE_IOC_STATS:
-		return pt_ioctl_stats(sess, (void __user *)arg);
+		return pt_ioctl_stats(sess, uarg);
 	case PAGETRACE_IOC_STOP:
 		pt_session_stop(sess);
 		return 0;
+	case PAGETRACE_IOC_MMAP_INFO:
+		return pt_ioctl_mmap_info(sess, uarg);
+	case PAGETRACE_IOC_CONSUME:
+		return pt_ioctl_consume(sess, uarg);
+	case PAGETRACE_IOC_SET_MODE:
+		return pt_ioctl_set_mode(sess, uarg);
+	case PAGETRACE_IOC_FREEZE:
+		return pt_ioctl_freeze(sess, true);
+	case PAGETRACE_IOC_THAW:
+		return pt_ioctl_freeze(sess, false);
 	default:
 		return -ENOTTY;
 	}
@@ -209,6 +440,7 @@ static const struct file_operations pt_fops = {
 	.release	= pt_release,
 	.read		= pt_read,
 	.poll		= pt_poll,
+	.mmap		= pt_mmap,
 	.unlocked_ioctl	= pt_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	/* No llseek: stream_open() makes seeking fail with -ESPIPE. */

@@ -86,6 +86,8 @@ MODULE_PARM_DESC(flush_ms,
  * @out: the session, on success
  *
  * Called by open(); the device lets only one session exist at a time.
+ * Sessions start in stream mode; PAGETRACE_IOC_SET_MODE may switch to
+ * flight recorder mode right after.
  */
 int pt_session_start(struct pt_session **out)
 {
@@ -115,6 +117,10 @@ int pt_session_start(struct pt_session **out)
 	ret = pt_header_build(sess);
 	if (ret)
 		goto free_buffers;
+	/* Moves the positions into the meta area, which copies the header. */
+	ret = pt_meta_init(sess);
+	if (ret)
+		goto free_header;
 
 	rcu_assign_pointer(pt_live, sess);
 	ret = pt_hooks_register();
@@ -128,6 +134,7 @@ int pt_session_start(struct pt_session **out)
 clear_live:
 	RCU_INIT_POINTER(pt_live, NULL);
 	synchronize_rcu();
+free_header:
 	kfree(sess->header);
 free_buffers:
 	pt_buffers_free(sess);
@@ -156,10 +163,18 @@ void pt_session_stop(struct pt_session *sess)
 	/* Also waits out handlers that read pt_live before it was cleared. */
 	synchronize_rcu();
 	cancel_delayed_work_sync(&sess->flush_work);
+	/* A flight recorder still overwrites here, keeping the newest. */
 	pt_flush(sess, true);
+	/*
+	 * From now on only consumers move consumed: late-loss flushes must
+	 * not overwrite chunks a reader is copying.
+	 */
+	if (sess->mode == PAGETRACE_MODE_FLIGHT)
+		pt_set_overwrite(sess, false);
 
 	/* Release: the chunks flushed above are visible before this. */
 	smp_store_release(&sess->stopped, true);
+	pt_meta_set_flags(sess, PAGETRACE_META_STOPPED, 0);
 	wake_up_interruptible(&sess->wq);
 unlock:
 	mutex_unlock(&sess->state_lock);

@@ -9,6 +9,7 @@
  *   buffers.c  buffer memory, the writer/reader handoff, flush, loss counts
  *   header.c   the stream header built at session start
  *   device.c   /dev/pagetrace: open (session start), read, ioctl, release
+ *   mmap.c     the read-only mapping of the meta area and the buffers
  *   main.c     module init/exit, parameters, session start/stop
  */
 #ifndef _PAGETRACE_INTERNAL_H
@@ -24,11 +25,14 @@
 
 #include "../uapi/linux/pagetrace.h"
 
+struct file;
+struct vm_area_struct;
+
 /*
  * struct pt_cpu - one CPU's buffers and the state of their handoff
  *
  * The CPU's nr_bufs buffers form a ring.  Each buffer is laid out exactly
- * as a chunk of the stream, so the reader copies it out as it is:
+ * as a chunk of the stream, so the reader copies (or maps) it out as it is:
  *
  *   bufs -> +--------------------+ buffer (produced + k) % nr_bufs
  *           | pagetrace_chunk    |  32 bytes, filled when the buffer closes
@@ -43,19 +47,31 @@
  * Buffers [consumed, produced) are closed and belong to the reader; the
  * buffer at produced, if @chunk is set, is being filled by the writer;
  * the rest are free.  The writer may open a buffer only while
- * produced - consumed < nr_bufs.
+ * produced - consumed < nr_bufs; in flight recorder mode (@overwrite) it
+ * makes room by advancing consumed itself.
+ *
+ * The positions live in the meta area (@meta, struct pagetrace_meta_cpu),
+ * which userspace may map read-only: they are the one source of truth for
+ * read() and for mmap readers alike.
  *
  * Concurrency rules:
- *  - Writer fields (@chunk ... @stats) are touched only by the owning CPU
- *    with interrupts disabled (pt_emit() and the flush IPI), or by the
- *    flusher while the CPU is offline and so cannot run a writer.  No lock.
- *  - @produced is written only by the writer side, with smp_store_release()
- *    after the chunk header and words are complete; the reader reads it with
- *    smp_load_acquire() and then may read the chunk.
- *  - @consumed is written only by the reader (under the session's
- *    read_lock) with smp_store_release() after it has finished copying the
- *    chunk; the writer reads it with smp_load_acquire() before it reuses
- *    the buffer, so its stores cannot pass the reader's loads.
+ *  - Writer fields (@chunk ... @overwrite) are touched only by the owning
+ *    CPU with interrupts disabled (pt_emit() and the flush, freeze and
+ *    mode IPIs), or, while the CPU is offline and so cannot run a writer,
+ *    by a flusher holding sess->flush_lock and cpus_read_lock().  No lock.
+ *  - @meta->produced is written only by the writer side, with
+ *    smp_store_release() after the chunk header, its words and the meta
+ *    counters are complete; readers (kernel or user) load it with acquire
+ *    and may then read the chunks below it.
+ *  - @meta->consumed is written by the consumer - the kernel on behalf of
+ *    read() or PAGETRACE_IOC_CONSUME, under sess->read_lock - with
+ *    smp_store_release() once it is done with the chunks; the writer loads
+ *    it with acquire before reusing a buffer, so its stores cannot pass the
+ *    reader's loads.  In flight recorder mode the writer is the one that
+ *    advances it while @overwrite is set; consumers may move it only while
+ *    no CPU has @overwrite set (frozen or stopped; see pt_set_overwrite()).
+ *  - The other @meta counters are written by the writer side at chunk
+ *    close (WRITE_ONCE) and read racily.
  *  - @stats is written by the writer side and read racily (whole u64s) by
  *    the stats ioctl.
  */
@@ -68,30 +84,43 @@ struct pt_cpu {
 	u64			base;		/* time base of the last sync */
 	u64			seq;		/* seq of the next chunk to close */
 	u64			lost;		/* dropped since the last close */
-	u64			produced_w;	/* writer's copy of @produced */
+	u64			produced_w;	/* writer's copy of produced */
 	u64			flushed_seq;	/* seq seen by the last timer tick */
+	u64			overwritten;	/* chunks overwritten (flight) */
+	bool			overwrite;	/* full ring: overwrite the oldest */
 	struct pagetrace_cpu_stats stats;
 
-	/* Shared with the reader, each on its own cache line */
-	u64			produced ____cacheline_aligned_in_smp;
-	u64			consumed ____cacheline_aligned_in_smp;
-
 	/* Set up at session start, then read-only */
-	void			*bufs ____cacheline_aligned_in_smp;
+	struct pagetrace_meta_cpu *meta ____cacheline_aligned_in_smp;
+	void			*bufs;
 	unsigned int		cpu;
 	struct irq_work		wake;		/* wakes the reader, see pt_wake */
 	struct pt_session	*sess;
 };
 
+/* Who consumes the session's chunks; see pt_claim_consumer(). */
+enum pt_consumer {
+	PT_CONSUMER_NONE,
+	PT_CONSUMER_READ,	/* read() */
+	PT_CONSUMER_MMAP,	/* the mapping and PAGETRACE_IOC_CONSUME */
+};
+
 /*
  * struct pt_session - one open of /dev/pagetrace
  *
- * @read_lock serialises readers of the one file (read(), the reader's
- * position and every @consumed); @flush_lock serialises flushes (timer,
- * ioctl, stop) so that two never touch an offline CPU's writer state at
- * once; @state_lock serialises stopping.  @stopped is set with
+ * Locks, always taken in this order: @read_lock, @state_lock, @flush_lock.
+ *
+ * @read_lock serialises consumers (read(), PAGETRACE_IOC_CONSUME, FREEZE,
+ * THAW, SET_MODE): the reader's position, every meta consumed written by
+ * the kernel, @consumer, @frozen.  @state_lock serialises stopping against
+ * mode changes (FREEZE, THAW, SET_MODE), so that THAW cannot turn
+ * overwriting back on after stop turned it off.  @flush_lock serialises
+ * flushes and overwrite switches (timer, ioctls, stop), so that two never
+ * touch an offline CPU's writer state at once.  @stopped is set with
  * smp_store_release() after the last chunk is published, so a reader that
  * sees it with smp_load_acquire() and then finds no chunk is at the end.
+ * @mode is written under @read_lock and @state_lock and read with
+ * READ_ONCE() elsewhere (the flush timer).
  */
 struct pt_session {
 	struct pt_cpu		*cpus;		/* nr_cpu_ids entries */
@@ -105,8 +134,16 @@ struct pt_session {
 	unsigned int		header_size;
 	u32			header_flags;
 
+	/* The mapping: meta area, then one ring per CPU (see mmap.c) */
+	struct pagetrace_meta	*meta;		/* vmalloc_user, meta_size */
+	unsigned int		meta_size;
+	u64			ring_size;
+	u64			mmap_size;
+
 	/* Reader position, under read_lock */
 	struct mutex		read_lock;	/* the reader's side */
+	enum pt_consumer	consumer;
+	bool			frozen;		/* PAGETRACE_IOC_FREEZE */
 	u64			read_off;	/* bytes of the stream returned */
 	int			rd_cpu;		/* chunk being copied, or -1 */
 	u32			rd_off;		/* bytes of it copied */
@@ -116,6 +153,7 @@ struct pt_session {
 	wait_queue_head_t	wq;		/* readers waiting for a chunk */
 	struct mutex		state_lock;	/* serialises stop */
 	bool			stopped;	/* no more chunks will come */
+	u32			mode;		/* PAGETRACE_MODE_* */
 
 	struct mutex		flush_lock;	/* one flush at a time */
 	struct delayed_work	flush_work;
@@ -149,10 +187,17 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags);
 int pt_buffers_alloc(struct pt_session *sess);
 void pt_buffers_free(struct pt_session *sess);
 void pt_flush(struct pt_session *sess, bool all);
+void pt_set_overwrite(struct pt_session *sess, bool on);
 bool pt_flush_late_losses(struct pt_session *sess);
 void pt_flush_work_fn(struct work_struct *work);
 bool pt_reader_ready(struct pt_session *sess);
 ssize_t pt_read_chunks(struct pt_session *sess, char __user *buf, size_t count);
+bool pt_reader_drained(struct pt_session *sess);
+
+/* mmap.c */
+int pt_meta_init(struct pt_session *sess);
+void pt_meta_set_flags(struct pt_session *sess, u32 set, u32 clear);
+int pt_mmap(struct file *file, struct vm_area_struct *vma);
 
 /* header.c */
 int pt_header_build(struct pt_session *sess);

@@ -29,22 +29,45 @@ static inline u64 pt_time_base(u64 now)
 	return now & ~((1ULL << PAGETRACE_TIME_LOST_BITS) - 1);
 }
 
+/*
+ * Flight recorder: drop the oldest closed chunk so that a buffer is free.
+ * Only the writer advances consumed while @overwrite is set (see pt_cpu), so
+ * a plain read-modify-write is enough; the release orders nothing we need
+ * but keeps the rule "consumed is stored with release" without exception.
+ */
+static void pt_overwrite_oldest(struct pt_cpu *c, u64 consumed)
+{
+	u64 newest = c->produced_w - (c->sess->nr_bufs - 1);
+
+	c->overwritten += newest - consumed;
+	WRITE_ONCE(c->meta->overwritten, c->overwritten);
+	/* Release: the same rule as every consumer (see above). */
+	smp_store_release(&c->meta->consumed, newest);
+}
+
 /**
  * pt_open_chunk - start filling the next free buffer of a CPU
  * @c: the CPU, owned by the caller (interrupts off on that CPU, or offline)
  * @now: the chunk's time base
  *
- * Return: false when every buffer is still held by the reader.
+ * Return: false when every buffer is still held by the reader (stream
+ * mode; in flight recorder mode the oldest is overwritten instead).
  */
 bool pt_open_chunk(struct pt_cpu *c, u64 now)
 {
 	struct pt_session *sess = c->sess;
 	u64 consumed;
 
-	/* Pairs with the release in pt_reader_put(): the reader is done. */
-	consumed = smp_load_acquire(&c->consumed);
-	if (c->produced_w - consumed >= sess->nr_bufs)
-		return false;
+	/*
+	 * Pairs with the release in pt_reader_put() and pt_consume(): the
+	 * reader is done with the buffer before we write into it.
+	 */
+	consumed = smp_load_acquire(&c->meta->consumed);
+	if (c->produced_w - consumed >= sess->nr_bufs) {
+		if (!c->overwrite)
+			return false;
+		pt_overwrite_oldest(c, consumed);
+	}
 
 	c->chunk = c->bufs + (c->produced_w % sess->nr_bufs) * sess->chunk_size;
 	c->words = (__le64 *)(c->chunk + 1);
@@ -63,6 +86,7 @@ bool pt_open_chunk(struct pt_cpu *c, u64 now)
 void pt_close_chunk(struct pt_cpu *c, u16 flags)
 {
 	struct pagetrace_chunk *ch = c->chunk;
+	struct pagetrace_meta_cpu *m = c->meta;
 
 	memcpy(ch->magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
 	ch->cpu = pt_le16(c->cpu);
@@ -78,8 +102,16 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
 	c->lost = 0;
 	c->chunk = NULL;
 	c->produced_w++;
-	/* Publish the chunk's contents before its position; see pt_cpu. */
-	smp_store_release(&c->produced, c->produced_w);
+	/*
+	 * With no buffer open, every event and loss so far is in a published
+	 * chunk: the totals are exactly those of chunks [0, produced).
+	 */
+	WRITE_ONCE(m->events, c->stats.events);
+	WRITE_ONCE(m->lost, c->stats.lost);
+	WRITE_ONCE(m->chunks, c->stats.chunks);
+	WRITE_ONCE(m->bytes, c->stats.bytes);
+	/* Publish the chunk and the counters before the position; see pt_cpu. */
+	smp_store_release(&m->produced, c->produced_w);
 	/* Never wake the reader from here: we may hold allocator locks. */
 	irq_work_queue(&c->wake);
 }

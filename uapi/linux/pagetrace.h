@@ -345,4 +345,210 @@ struct pagetrace_stats {
  */
 #define PAGETRACE_IOC_STOP	_IO(PAGETRACE_IOC_MAGIC, 0x04)
 
+/*
+ * Zero-copy reading: mmap of /dev/pagetrace
+ * =========================================
+ *
+ * The whole session is one read-only, shared mapping: offset 0, length
+ * pagetrace_mmap_info.mmap_size (PAGETRACE_IOC_MMAP_INFO), exactly.
+ *
+ *   offset 0     +---------------------------------+  meta area, meta_size
+ *                | struct pagetrace_meta  (256 B)  |  bytes (whole pages)
+ *   cpu_offset   | struct pagetrace_meta_cpu [0]   |  128 B each, one per
+ *                | struct pagetrace_meta_cpu [1]   |  cpu id below nr_cpus
+ *                | ...                             |
+ *   header_off   | the stream header (header_size) |  write this first
+ *                | zero padding                    |
+ *   data_offset  +---------------------------------+  = meta_size
+ *                | CPU 0's ring: nr_bufs buffers   |  ring_size bytes =
+ *                |   buffer 0 (chunk_size bytes)   |  nr_bufs * chunk_size
+ *                |   buffer 1 ...                  |
+ *   + ring_size  +---------------------------------+
+ *                | CPU 1's ring ...                |
+ *                +---------------------------------+  mmap_size
+ *
+ * Every buffer is laid out as one chunk of the stream: struct
+ * pagetrace_chunk, then nr_words words.  The chunk at position pos of cpu
+ * (positions count chunks: 0, 1, 2 ... and never wrap) starts at
+ *
+ *   data_offset + cpu * ring_size + (pos % nr_bufs) * chunk_size
+ *
+ * and is 32 + 8 * nr_words bytes long.  Writing the header and then each
+ * CPU's chunks in position order gives a v1 stream, the same bytes read()
+ * gives (chunks of different CPUs may interleave differently).
+ *
+ * The meta area is in host byte order (it is not part of the stream); the
+ * header and chunks in the mapping are little-endian like the stream.
+ *
+ * Handoff, per CPU (the meta_cpu positions; see Documentation/pagetrace):
+ *
+ *   consumed <= produced <= consumed + nr_bufs
+ *
+ *   Chunks [consumed, produced) are closed and belong to the reader.  The
+ *   kernel stores produced with release semantics after the chunk is
+ *   complete: load it with acquire (__atomic_load_n(p, __ATOMIC_ACQUIRE))
+ *   before reading the chunks it covers.  When done with them (write(2)
+ *   returned), give them back with PAGETRACE_IOC_CONSUME; the kernel stores
+ *   consumed with release semantics and the writer loads it with acquire
+ *   before it reuses a buffer.  Never hand the mapped pages to a pipe
+ *   (vmsplice): the pipe would keep referring to a buffer the writer
+ *   reuses once it is consumed.
+ *
+ * One session has one consumer: the first read() of a chunk or the first
+ * PAGETRACE_IOC_CONSUME (even one that moves nothing) decides which, and
+ * the other then fails with EBUSY.  A mapping alone consumes nothing, so a
+ * read() consumer may map the session to watch it.
+ */
+#define PAGETRACE_META_MAGIC		0x4154454d54504750ULL	/* "PGPTMETA" */
+
+/* pagetrace_meta.flags */
+#define PAGETRACE_META_STOPPED		_BITUL(0)	/* no chunk will follow */
+#define PAGETRACE_META_OVERWRITE	_BITUL(1)	/* flight recorder mode */
+#define PAGETRACE_META_FROZEN		_BITUL(2)	/* PAGETRACE_IOC_FREEZE */
+
+/**
+ * struct pagetrace_meta - the first bytes of the mapping
+ * @magic: PAGETRACE_META_MAGIC
+ * @version: PAGETRACE_VERSION
+ * @meta_size: bytes of the meta area, a multiple of the page size
+ * @cpu_offset: offset of the struct pagetrace_meta_cpu array
+ * @cpu_stride: bytes between its entries (sizeof, 128)
+ * @nr_cpus: entries in it; cpu ids are below this
+ * @header_offset: offset of a copy of the stream header
+ * @header_size: its length (the header's own header_size)
+ * @chunk_size: bytes of one buffer
+ * @nr_bufs: buffers per CPU
+ * @page_shift: log2 of the page size
+ * @flags: PAGETRACE_META_*; STOPPED is stored with release after the last
+ *	   chunk is published, so seeing it (acquire) and then finding no
+ *	   chunk means the end
+ * @mode: PAGETRACE_MODE_*
+ * @data_offset: offset of CPU 0's ring (= meta_size)
+ * @ring_size: bytes of one CPU's ring (nr_bufs * chunk_size)
+ * @mmap_size: bytes of the whole mapping
+ * @reserved: 0
+ */
+struct pagetrace_meta {
+	__u64	magic;
+	__u32	version;
+	__u32	meta_size;
+	__u32	cpu_offset;
+	__u32	cpu_stride;
+	__u32	nr_cpus;
+	__u32	header_offset;
+	__u32	header_size;
+	__u32	chunk_size;
+	__u32	nr_bufs;
+	__u32	page_shift;
+	__u32	flags;
+	__u32	mode;
+	__u64	data_offset;
+	__u64	ring_size;
+	__u64	mmap_size;
+	__u64	reserved[22];
+};
+
+/**
+ * struct pagetrace_meta_cpu - one CPU's positions and counters
+ * @produced: chunks published; written by the writer (release)
+ * @events: events in the chunks published so far
+ * @lost: sum of the lost fields of the chunks published so far
+ * @chunks: chunks published (equals @produced)
+ * @bytes: bytes of those chunks, chunk headers included
+ * @overwritten: chunks the writer overwrote before anyone consumed them
+ *		 (flight recorder mode only)
+ * @reserved0: 0
+ * @consumed: chunks given back by the reader; written by the kernel on
+ *	      PAGETRACE_IOC_CONSUME (release), or by the writer itself when it
+ *	      overwrites in flight recorder mode
+ * @reserved1: 0
+ *
+ * The counters are updated each time a chunk is published, before
+ * @produced (so once @produced is seen, the counters cover at least those
+ * chunks); events still in the open buffer are not counted yet.  The
+ * writer's fields and @consumed sit on different cache lines.
+ */
+struct pagetrace_meta_cpu {
+	__u64	produced;
+	__u64	events;
+	__u64	lost;
+	__u64	chunks;
+	__u64	bytes;
+	__u64	overwritten;
+	__u64	reserved0[2];
+	__u64	consumed;
+	__u64	reserved1[7];
+};
+
+/**
+ * struct pagetrace_mmap_info - PAGETRACE_IOC_MMAP_INFO: what to map
+ * @mmap_size: length to pass to mmap(); the offset must be 0
+ * @data_offset: offset of CPU 0's ring
+ * @ring_size: bytes of one CPU's ring
+ * @meta_size: bytes of the meta area (= data_offset)
+ * @nr_cpus: rings in the mapping
+ * @reserved: 0
+ */
+struct pagetrace_mmap_info {
+	__u64	mmap_size;
+	__u64	data_offset;
+	__u64	ring_size;
+	__u32	meta_size;
+	__u32	nr_cpus;
+	__u64	reserved[4];
+};
+
+/**
+ * struct pagetrace_consume - PAGETRACE_IOC_CONSUME: give chunks back
+ * @pos: user pointer to @nr_cpus __u64s: the new consumed position of cpu
+ *	 0, 1 ... ; each must lie in [consumed, produced] of its CPU
+ *	 (equal to consumed: unchanged)
+ * @nr_cpus: entries at @pos, at most the session's nr_cpus (CPUs above
+ *	     are left alone); 0 just claims the session for mmap reading
+ * @flags: 0
+ * @reserved: 0
+ *
+ * All positions are checked before any is applied: on EINVAL nothing moved.
+ */
+struct pagetrace_consume {
+	__u64	pos;
+	__u32	nr_cpus;
+	__u32	flags;
+	__u64	reserved[2];
+};
+
+/* Session modes, PAGETRACE_IOC_SET_MODE */
+#define PAGETRACE_MODE_STREAM	0	/* a full ring drops new events (lost) */
+#define PAGETRACE_MODE_FLIGHT	1	/* a full ring overwrites its oldest chunk */
+
+/**
+ * struct pagetrace_mode - PAGETRACE_IOC_SET_MODE argument
+ * @mode: PAGETRACE_MODE_*
+ * @reserved: 0
+ *
+ * Call it right after open(), before reading anything: it is refused with
+ * EBUSY once the session has a consumer or header bytes were read, and
+ * FLIGHT cannot be turned back into STREAM.  FLIGHT sets
+ * PAGETRACE_FLAG_OVERWRITE in the header.
+ */
+struct pagetrace_mode {
+	__u32	mode;
+	__u32	reserved[3];
+};
+
+#define PAGETRACE_IOC_MMAP_INFO	_IOR(PAGETRACE_IOC_MAGIC, 0x10, struct pagetrace_mmap_info)
+#define PAGETRACE_IOC_CONSUME	_IOW(PAGETRACE_IOC_MAGIC, 0x11, struct pagetrace_consume)
+#define PAGETRACE_IOC_SET_MODE	_IOW(PAGETRACE_IOC_MAGIC, 0x12, struct pagetrace_mode)
+/*
+ * Flight recorder snapshot.  FREEZE stops overwriting (a ragged barrier on
+ * every CPU) and closes every partly filled buffer: when it returns, each
+ * CPU's newest chunks are [consumed, produced) and stay put until consumed;
+ * while frozen, events that find no free buffer are counted as lost.  Read
+ * them (mapping + CONSUME, which is refused in flight mode unless frozen or
+ * stopped), then THAW to resume overwriting.  FREEZE in stream mode is
+ * EINVAL; both are no-ops after STOP.
+ */
+#define PAGETRACE_IOC_FREEZE	_IO(PAGETRACE_IOC_MAGIC, 0x13)
+#define PAGETRACE_IOC_THAW	_IO(PAGETRACE_IOC_MAGIC, 0x14)
+
 #endif /* _UAPI_LINUX_PAGETRACE_H */
