@@ -1,32 +1,43 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Where the probes go: the attach table, per kernel version range, and the
- * handlers that turn a probe hit into pt_emit().  Nothing but this file
- * knows kernel symbol names.
+ * Where the probes go: the attach table, per kernel version range and
+ * backend, and the handlers that turn a probe hit into pt_emit().  Nothing
+ * but this file knows kernel symbol names.
+ *
+ * Two backends, chosen by the hook= parameter when a session starts:
+ *
+ *  kprobe      (default) kprobes and kretprobes on the allocator itself.
+ *  tracepoint  the kmem tracepoints mm_page_alloc and mm_page_free where
+ *              they see the same events (cheaper than kprobes), and the
+ *              kprobes below for what no tracepoint sees: the bulk
+ *              allocator, compaction, and the reclaim scopes.
  *
  * Why these symbols (checked against the disassembly of each kernel, and by
  * the ground-truth selftest against pages it allocated itself):
  *
- * 6.1
+ * 6.1 (also the 6.1 PREEMPT_RT kernel: same symbols and call graph)
  *  allocation
- *   __alloc_pages         (kretprobe) every allocation but the bulk
- *                         allocator's; alloc_pages, folio_alloc,
+ *   __alloc_pages         (kretprobe; or tracepoint mm_page_alloc, which
+ *                         fires there only) every allocation but the bulk
+ *                         allocator's: alloc_pages, folio_alloc,
  *                         __get_free_pages, THP and hugetlb all end here.
- *                         Its inner helpers (prep_new_page, post_alloc_hook)
- *                         are inlined, so only its return has the page.
+ *                         Its inner helpers (prep_new_page,
+ *                         post_alloc_hook) are inlined, so only its return
+ *                         has the page.
  *   __alloc_pages_bulk    (kretprobe) takes pages off the per-CPU lists
- *                         itself; we diff the caller's array or list between
- *                         entry and return.  Its fallback to __alloc_pages
- *                         is reported here, and skipped by the hook above
- *                         (told apart by the return address).
+ *                         itself; we diff the caller's array or list
+ *                         between entry and return.  Its fallback into
+ *                         __alloc_pages is reported by that hook, which
+ *                         notes the page in the bulk call's data so that
+ *                         the diff skips it.
  *   post_alloc_hook       (kprobe) the out-of-line copy is called only by
- *                         compaction's split_map_pages(): migration targets
- *                         and alloc_contig_range().
- *  free
+ *                         compaction's split_map_pages(): migration
+ *                         targets and alloc_contig_range().
+ *  free (tracepoint mm_page_free fires in exactly these two)
  *   free_pcp_prepare      (kprobe) free_unref_page() and
  *                         free_unref_page_list(): every order-0..3 and THP
  *                         free, single or batched (release_pages,
- *                         put_pages_list, folio batches).
+ *                         put_pages_list, folio batches, reclaim).
  *   __free_pages_ok       (kprobe) every other order, alloc_pages_exact's
  *                         tail pages, page_frag, and memory handed to the
  *                         allocator at boot or hotplug.
@@ -38,8 +49,8 @@
  *   post_alloc_hook       (kprobe) compaction_alloc() and
  *                         release_free_list(), which turns compaction's
  *                         unused free pages back into allocated pages only
- *                         to free them at once (an alloc then a free).
- *  free
+ *                         to free them at once (an alloc, then a free).
+ *  free (tracepoint mm_page_free fires in exactly these four)
  *   free_unref_page       (kprobe) orders <= 3 and THP; it tail-jumps to
  *                         __free_pages_ok for the others, so it reports
  *                         only what it keeps (see pt_free_unref_page()).
@@ -50,60 +61,158 @@
  *   free_pages_prepare    (kprobe) the out-of-line copy serves only
  *                         compaction_free(): a migration target handed back.
  *
- * The 6.1 PREEMPT_RT kernel has 6.1's symbols and call graph.
+ * Reclaim: a free is a reclaim (the seed's scavenge) when the task that
+ * frees is inside the LRU shrinking code: shrink_lruvec() (the classic LRU,
+ * with shrink_inactive_list() and shrink_active_list() inlined),
+ * evict_folios() (multi-gen LRU) or shrink_folio_list() (also reached by
+ * MADV_PAGEOUT).  kswapd, direct reclaim and memcg reclaim (memory.reclaim,
+ * memory.high/max) all run these.  Frees in interrupts, and frees by
+ * munmap, truncate, drop_caches or drivers, are not inside them and stay
+ * frees.  We know a task is inside such a function because we hold a
+ * kretprobe on it without handlers (a "scope"): while the function runs,
+ * a node of that kretprobe's rethook sits on the task's rethook list.
  *
  * A probe hit that the kprobe core drops because another probe is running
  * on the same CPU (an interrupt that frees a page while a handler runs) is
  * counted in the probe's nmissed; pt_hooks_missed() sums them so they are
- * reported as lost, never silently dropped.
+ * reported as lost, never silently dropped.  A scope's misses lose no event
+ * (at worst a reclaim is reported as a free) and are not counted as lost.
  */
 #include <linux/bitmap.h>
-#include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
 #include <linux/list.h>
 #include <linux/mm.h>
-#include <linux/huge_mm.h>
+#include <linux/moduleparam.h>
 #include <linux/pagevec.h>
 #include <linux/ptrace.h>
+#include <linux/rethook.h>
+#include <linux/sched.h>
+#include <linux/string.h>
+#include <linux/tracepoint.h>
 #include <linux/utsname.h>
 
 #include "pagetrace.h"
 
-/* The bulk allocator's code range, to spot its fallback into __alloc_pages. */
-static unsigned long pt_bulk_start, pt_bulk_size;
+#ifndef CONFIG_KRETPROBE_ON_RETHOOK
+#error "pagetrace finds a task's scopes on its rethook list: needs KRETPROBE_ON_RETHOOK"
+#endif
 
-static void pt_emit_page(unsigned int type, struct page *page,
-			 unsigned int order)
-{
-	pt_emit(type, page_to_pfn(page), 1UL << order);
-}
-
-/* __alloc_pages(gfp, order, nid, nodemask) */
-struct pt_alloc_data {
-	unsigned int order;
+/*
+ * The hook= parameter.  Read when a session starts, like the others; a bad
+ * value fails insmod (or the write to sysfs) with the allowed ones named.
+ */
+static const char * const pt_backend_names[] = {
+	[PAGETRACE_BACKEND_KPROBE]	= "kprobe",
+	[PAGETRACE_BACKEND_TRACEPOINT]	= "tracepoint",
 };
 
-static int pt_alloc_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
-{
-	struct pt_alloc_data *d = (void *)ri->data;
-	unsigned long caller = *(unsigned long *)kernel_stack_pointer(regs);
+static unsigned int pt_backend = PAGETRACE_BACKEND_KPROBE;
 
-	/* Non-zero: no return probe; the bulk hook reports this page. */
-	if (caller - pt_bulk_start < pt_bulk_size)
-		return 1;
-	d->order = regs_get_kernel_argument(regs, 1);
+static int pt_backend_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(pt_backend_names, val);
+
+	if (i < 0) {
+		pr_err("pagetrace: %s=%s is invalid: allowed kprobe, tracepoint\n",
+		       kp->name, val);
+		return -EINVAL;
+	}
+	WRITE_ONCE(pt_backend, i);
 	return 0;
 }
 
-static int pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+static int pt_backend_get(char *buf, const struct kernel_param *kp)
 {
-	struct pt_alloc_data *d = (void *)ri->data;
-	struct page *page = (struct page *)regs_return_value(regs);
+	return sysfs_emit(buf, "%s\n", pt_backend_names[READ_ONCE(pt_backend)]);
+}
 
-	if (page)
-		pt_emit_page(PAGETRACE_EV_ALLOC, page, d->order);
-	return 0;
+static const struct kernel_param_ops pt_backend_ops = {
+	.set = pt_backend_set,
+	.get = pt_backend_get,
+};
+module_param_cb(hook, &pt_backend_ops, NULL, 0644);
+MODULE_PARM_DESC(hook, "Probe mechanism: kprobe (default) or tracepoint");
+
+/* The backend the next session uses. */
+unsigned int pt_hooks_backend(void)
+{
+	return READ_ONCE(pt_backend);
+}
+
+/*
+ * Scopes: kretprobes that only mark "this task is inside that function".
+ * Their rethooks are set when registered, before any hook that looks for
+ * them, and only compared, never dereferenced, so a stale value is
+ * harmless.
+ */
+enum pt_scope {
+	PT_SCOPE_NONE,
+	PT_SCOPE_BULK,		/* the bulk allocator */
+	PT_SCOPE_RECLAIM,	/* LRU shrinking */
+	PT_NR_SCOPES,
+};
+
+#define PT_SCOPE_MAX_FUNCS	4
+
+static struct rethook *pt_scope_rh[PT_NR_SCOPES][PT_SCOPE_MAX_FUNCS];
+
+/*
+ * The current task's innermost call of a function of @scope, or NULL.
+ *
+ * Each call of a kretprobed function pushes a node on the task's rethook
+ * list at entry and pops it at return.  Only the task itself, and
+ * interrupts on its CPU (which pop what they push before they return),
+ * change the list, so with interrupts off it holds still.
+ */
+static struct kretprobe_instance *pt_scope_find(enum pt_scope scope)
+{
+	struct llist_node *n;
+	unsigned int i;
+
+	lockdep_assert_irqs_disabled();
+	for (n = current->rethooks.first; n; n = n->next) {
+		struct rethook_node *rn = container_of(n, struct rethook_node,
+						       llist);
+
+		for (i = 0; i < PT_SCOPE_MAX_FUNCS && pt_scope_rh[scope][i]; i++) {
+			if (rn->rethook == pt_scope_rh[scope][i])
+				return container_of(rn, struct kretprobe_instance,
+						    node);
+		}
+	}
+	return NULL;
+}
+
+/* Whether a task (not an interrupt) may be inside some kretprobed call. */
+static bool pt_task_has_scopes(void)
+{
+	return in_task() && READ_ONCE(current->rethooks.first);
+}
+
+/* Reclaim when the freeing task is inside LRU shrinking; see above. */
+static unsigned int pt_free_type(void)
+{
+	unsigned int type = PAGETRACE_EV_FREE;
+	unsigned long flags;
+
+	if (!pt_task_has_scopes())
+		return type;
+	local_irq_save(flags);
+	if (pt_scope_find(PT_SCOPE_RECLAIM))
+		type = PAGETRACE_EV_RECLAIM;
+	local_irq_restore(flags);
+	return type;
+}
+
+static void pt_free_block(unsigned long pfn, unsigned long npages)
+{
+	pt_emit(pt_free_type(), pfn, npages);
+}
+
+static void pt_free_page(struct page *page, unsigned int order)
+{
+	pt_free_block(page_to_pfn(page), 1UL << order);
 }
 
 /*
@@ -112,7 +221,9 @@ static int pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs)
  * It fills the NULL slots of page_array, or adds pages at the head of
  * page_list.  At entry we note which slots are empty (the first
  * PT_BULK_SLOTS; callers pass far fewer, and slots beyond are taken to be
- * empty) or which entry heads the list; at return everything new is ours.
+ * empty) or which entry heads the list; at return everything new is ours,
+ * but for a page its fallback got from __alloc_pages(), which that hook
+ * reported and noted in @fallback.
  */
 #define PT_BULK_SLOTS	1024
 
@@ -120,6 +231,7 @@ struct pt_bulk_data {
 	struct list_head	*list;
 	struct list_head	*first;
 	struct page		**array;
+	struct page		*fallback;
 	int			nr;
 	DECLARE_BITMAP(empty, PT_BULK_SLOTS);
 };
@@ -132,6 +244,7 @@ static int pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	d->nr = regs_get_kernel_argument(regs, 3);
 	d->list = (void *)regs_get_kernel_argument(regs, 4);
 	d->array = (void *)regs_get_kernel_argument(regs, 5);
+	d->fallback = NULL;
 	if (d->nr <= 0)
 		return 1;
 	if (d->array) {
@@ -145,6 +258,12 @@ static int pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+static void pt_bulk_page(struct pt_bulk_data *d, struct page *page)
+{
+	if (page != d->fallback)
+		pt_emit(PAGETRACE_EV_ALLOC, page_to_pfn(page), 1);
+}
+
 static int pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct pt_bulk_data *d = (void *)ri->data;
@@ -155,32 +274,90 @@ static int pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 		for (i = 0; i < d->nr; i++) {
 			if (d->array[i] &&
 			    (i >= PT_BULK_SLOTS || test_bit(i, d->empty)))
-				pt_emit_page(PAGETRACE_EV_ALLOC, d->array[i], 0);
+				pt_bulk_page(d, d->array[i]);
 		}
 		return 0;
 	}
 	for (pos = d->list->next, i = 0; pos != d->first && pos != d->list &&
 	     i < d->nr; pos = pos->next, i++)
-		pt_emit_page(PAGETRACE_EV_ALLOC, list_entry(pos, struct page, lru), 0);
+		pt_bulk_page(d, list_entry(pos, struct page, lru));
 	return 0;
+}
+
+/*
+ * An allocation from __alloc_pages().  If a task inside the bulk allocator
+ * made it, it may be the bulk fallback's page: note it there.  Nested
+ * allocations (reclaim inside the fallback) come before the fallback's own
+ * return, so the last page noted is the fallback's.
+ */
+static void pt_alloc_page(struct page *page, unsigned int order)
+{
+	struct kretprobe_instance *ri;
+	unsigned long flags;
+
+	if (pt_task_has_scopes()) {
+		local_irq_save(flags);
+		ri = pt_scope_find(PT_SCOPE_BULK);
+		if (ri)
+			((struct pt_bulk_data *)ri->data)->fallback = page;
+		local_irq_restore(flags);
+	}
+	pt_emit(PAGETRACE_EV_ALLOC, page_to_pfn(page), 1UL << order);
+}
+
+/* __alloc_pages(gfp, order, nid, nodemask): only the return has the page. */
+struct pt_alloc_data {
+	unsigned int order;
+};
+
+static int pt_alloc_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct pt_alloc_data *d = (void *)ri->data;
+
+	d->order = regs_get_kernel_argument(regs, 1);
+	return 0;
+}
+
+static int pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct pt_alloc_data *d = (void *)ri->data;
+	struct page *page = (struct page *)regs_return_value(regs);
+
+	if (page)
+		pt_alloc_page(page, d->order);
+	return 0;
+}
+
+/* Tracepoint mm_page_alloc(page, order, gfp, migratetype); page may be NULL. */
+static void pt_tp_alloc(void *data, struct page *page, unsigned int order,
+			gfp_t gfp, int migratetype)
+{
+	if (page)
+		pt_alloc_page(page, order);
 }
 
 /* post_alloc_hook(page, order, gfp) */
 static int pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 {
-	pt_emit_page(PAGETRACE_EV_ALLOC,
-		     (struct page *)regs_get_kernel_argument(regs, 0),
+	struct page *page = (struct page *)regs_get_kernel_argument(regs, 0);
+
+	pt_emit(PAGETRACE_EV_ALLOC, page_to_pfn(page),
+		1UL << regs_get_kernel_argument(regs, 1));
+	return 0;
+}
+
+/* free_pcp_prepare(page, order), __free_pages_ok(page, order, fpi), ... */
+static int pt_free(struct kprobe *p, struct pt_regs *regs)
+{
+	pt_free_page((struct page *)regs_get_kernel_argument(regs, 0),
 		     regs_get_kernel_argument(regs, 1));
 	return 0;
 }
 
-/* free_pcp_prepare(page, order), __free_pages_ok(page, order, fpi) */
-static int pt_free(struct kprobe *p, struct pt_regs *regs)
+/* Tracepoint mm_page_free(page, order) */
+static void pt_tp_free(void *data, struct page *page, unsigned int order)
 {
-	pt_emit_page(PAGETRACE_EV_FREE,
-		     (struct page *)regs_get_kernel_argument(regs, 0),
-		     regs_get_kernel_argument(regs, 1));
-	return 0;
+	pt_free_page(page, order);
 }
 
 /*
@@ -203,58 +380,88 @@ static int pt_free_unref_page(struct kprobe *p, struct pt_regs *regs)
 static int pt_free_folios(struct kprobe *p, struct pt_regs *regs)
 {
 	struct folio_batch *fb = (void *)regs_get_kernel_argument(regs, 0);
+	unsigned int type = pt_free_type();
 	unsigned int i;
 
 	for (i = 0; i < folio_batch_count(fb); i++)
-		pt_emit(PAGETRACE_EV_FREE, folio_pfn(fb->folios[i]),
+		pt_emit(type, folio_pfn(fb->folios[i]),
 			folio_nr_pages(fb->folios[i]));
 	return 0;
 }
 
 /*
- * The attach table.  Entries apply to kernels in [since, until).  Every
- * entry that applies must attach, or the module refuses to load.
+ * The attach table.  Entries apply to kernels in [since, until) and to the
+ * backends in @backends.  Every entry that applies must attach, or the
+ * session (and, for the hook= given at load, the module) fails with the
+ * symbol named.  Scopes come first: the hooks after them look them up.
  */
-struct pt_hook {
+enum pt_kind { PT_KPROBE, PT_KRETPROBE, PT_TRACEPOINT };
+
+#define PT_ON_KPROBE	BIT(PAGETRACE_BACKEND_KPROBE)
+#define PT_ON_TP	BIT(PAGETRACE_BACKEND_TRACEPOINT)
+#define PT_ON_ALL	(PT_ON_KPROBE | PT_ON_TP)
+
+struct pt_versions {
 	u32			since;
 	u32			until;
-	const char		*symbol;
-	kprobe_pre_handler_t	pre;		/* a kprobe, or */
-	kretprobe_handler_t	entry;		/* a kretprobe */
+};
+
+struct pt_hook {
+	struct pt_versions	ver;
+	u32			backends;
+	enum pt_kind		kind;
+	const char		*symbol;	/* function or tracepoint */
+	kprobe_pre_handler_t	pre;		/* PT_KPROBE */
+	kretprobe_handler_t	entry;		/* PT_KRETPROBE */
 	kretprobe_handler_t	ret;
 	size_t			data_size;
-	unsigned long		*range_start;	/* record the code range */
-	unsigned long		*range_size;
+	enum pt_scope		scope;		/* publish the rethook here */
+	void			*tp_probe;	/* PT_TRACEPOINT */
 };
 
 /* Kernel version as major << 8 | minor, compared with the running kernel. */
 #define PT_V(a, b)	((a) << 8 | (b))
+#define PT_6_1		{ PT_V(6, 1), PT_V(6, 2) }
+#define PT_6_12		{ PT_V(6, 12), PT_V(6, 13) }
+
+#define PT_SCOPE(ver, sym, sc)						\
+	{ ver, PT_ON_ALL, PT_KRETPROBE, sym, .scope = sc }
+#define PT_KP(ver, on, sym, handler)					\
+	{ ver, on, PT_KPROBE, sym, .pre = handler }
+#define PT_TP(ver, sym, probe)						\
+	{ ver, PT_ON_TP, PT_TRACEPOINT, sym, .tp_probe = probe }
+#define PT_BULK(ver, sym)						\
+	{ ver, PT_ON_ALL, PT_KRETPROBE, sym, .entry = pt_bulk_entry,	\
+	  .ret = pt_bulk_return, .data_size = sizeof(struct pt_bulk_data), \
+	  .scope = PT_SCOPE_BULK }
+#define PT_ALLOC(ver, sym)						\
+	{ ver, PT_ON_KPROBE, PT_KRETPROBE, sym, .entry = pt_alloc_entry, \
+	  .ret = pt_alloc_return, .data_size = sizeof(struct pt_alloc_data) }
 
 static const struct pt_hook pt_hook_table[] = {
-	/* Must precede __alloc_pages, whose entry handler uses its range. */
-	{ PT_V(6, 1), PT_V(6, 2), "__alloc_pages_bulk",
-	  .entry = pt_bulk_entry, .ret = pt_bulk_return,
-	  .data_size = sizeof(struct pt_bulk_data),
-	  .range_start = &pt_bulk_start, .range_size = &pt_bulk_size },
-	{ PT_V(6, 1), PT_V(6, 2), "__alloc_pages",
-	  .entry = pt_alloc_entry, .ret = pt_alloc_return,
-	  .data_size = sizeof(struct pt_alloc_data) },
-	{ PT_V(6, 1), PT_V(6, 2), "post_alloc_hook", .pre = pt_compact_alloc },
-	{ PT_V(6, 1), PT_V(6, 2), "free_pcp_prepare", .pre = pt_free },
-	{ PT_V(6, 1), PT_V(6, 2), "__free_pages_ok", .pre = pt_free },
+	PT_SCOPE(PT_6_1, "shrink_lruvec", PT_SCOPE_RECLAIM),
+	PT_SCOPE(PT_6_1, "evict_folios", PT_SCOPE_RECLAIM),
+	PT_SCOPE(PT_6_1, "shrink_folio_list", PT_SCOPE_RECLAIM),
+	PT_BULK(PT_6_1, "__alloc_pages_bulk"),
+	PT_ALLOC(PT_6_1, "__alloc_pages"),
+	PT_TP(PT_6_1, "mm_page_alloc", pt_tp_alloc),
+	PT_KP(PT_6_1, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
+	PT_KP(PT_6_1, PT_ON_KPROBE, "free_pcp_prepare", pt_free),
+	PT_KP(PT_6_1, PT_ON_KPROBE, "__free_pages_ok", pt_free),
+	PT_TP(PT_6_1, "mm_page_free", pt_tp_free),
 
-	{ PT_V(6, 12), PT_V(6, 13), "alloc_pages_bulk_noprof",
-	  .entry = pt_bulk_entry, .ret = pt_bulk_return,
-	  .data_size = sizeof(struct pt_bulk_data),
-	  .range_start = &pt_bulk_start, .range_size = &pt_bulk_size },
-	{ PT_V(6, 12), PT_V(6, 13), "__alloc_pages_noprof",
-	  .entry = pt_alloc_entry, .ret = pt_alloc_return,
-	  .data_size = sizeof(struct pt_alloc_data) },
-	{ PT_V(6, 12), PT_V(6, 13), "post_alloc_hook", .pre = pt_compact_alloc },
-	{ PT_V(6, 12), PT_V(6, 13), "free_unref_page", .pre = pt_free_unref_page },
-	{ PT_V(6, 12), PT_V(6, 13), "__free_pages_ok", .pre = pt_free },
-	{ PT_V(6, 12), PT_V(6, 13), "free_unref_folios", .pre = pt_free_folios },
-	{ PT_V(6, 12), PT_V(6, 13), "free_pages_prepare", .pre = pt_free },
+	PT_SCOPE(PT_6_12, "shrink_lruvec", PT_SCOPE_RECLAIM),
+	PT_SCOPE(PT_6_12, "evict_folios", PT_SCOPE_RECLAIM),
+	PT_SCOPE(PT_6_12, "shrink_folio_list", PT_SCOPE_RECLAIM),
+	PT_BULK(PT_6_12, "alloc_pages_bulk_noprof"),
+	PT_ALLOC(PT_6_12, "__alloc_pages_noprof"),
+	PT_TP(PT_6_12, "mm_page_alloc", pt_tp_alloc),
+	PT_KP(PT_6_12, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
+	PT_KP(PT_6_12, PT_ON_KPROBE, "free_unref_page", pt_free_unref_page),
+	PT_KP(PT_6_12, PT_ON_KPROBE, "__free_pages_ok", pt_free),
+	PT_KP(PT_6_12, PT_ON_KPROBE, "free_unref_folios", pt_free_folios),
+	PT_KP(PT_6_12, PT_ON_KPROBE, "free_pages_prepare", pt_free),
+	PT_TP(PT_6_12, "mm_page_free", pt_tp_free),
 };
 
 #define PT_MAX_HOOKS	ARRAY_SIZE(pt_hook_table)
@@ -264,9 +471,11 @@ static struct pt_probe {
 	const struct pt_hook	*hook;
 	struct kprobe		kp;
 	struct kretprobe	rp;
+	struct tracepoint	*tp;
 	bool			registered;
 } pt_probes[PT_MAX_HOOKS];
 static unsigned int pt_nr_probes;
+static bool pt_have_tracepoints;
 
 /*
  * The running kernel's version, from its release string: the table is
@@ -281,70 +490,79 @@ static u32 pt_running_version(void)
 	return PT_V(major, minor);
 }
 
-static bool pt_hook_applies(const struct pt_hook *h, u32 version)
+static void pt_tp_match(struct tracepoint *tp, void *priv)
 {
-	return version >= h->since && version < h->until;
+	struct pt_probe *p = priv;
+
+	if (!strcmp(tp->name, p->hook->symbol))
+		p->tp = tp;
 }
 
-/*
- * Fill in a symbol's code range from "name+0xoff/0xsize", which is what
- * kallsyms tells modules (kallsyms_lookup_size_offset() is not exported).
- */
-static int pt_symbol_range(unsigned long addr, unsigned long *start,
-			   unsigned long *size)
+static int pt_tp_register(struct pt_probe *p)
 {
-	char buf[KSYM_SYMBOL_LEN];
-	unsigned long off;
-	char *plus;
-
-	sprint_symbol(buf, addr);
-	plus = strrchr(buf, '+');
-	if (!plus || sscanf(plus, "+%lx/%lx", &off, size) != 2)
+	p->tp = NULL;
+	for_each_kernel_tracepoint(pt_tp_match, p);
+	if (!p->tp)
 		return -ENOENT;
-	*start = addr - off;
-	return 0;
+	return tracepoint_probe_register(p->tp, p->hook->tp_probe, NULL);
+}
+
+static void pt_scope_publish(struct pt_probe *p)
+{
+	struct rethook **slot = pt_scope_rh[p->hook->scope];
+	unsigned int i;
+
+	for (i = 0; i < PT_SCOPE_MAX_FUNCS; i++) {
+		if (!slot[i]) {
+			slot[i] = p->rp.rh;
+			return;
+		}
+	}
+	WARN_ONCE(1, "pagetrace: too many functions in one scope\n");
 }
 
 static int pt_probe_register(struct pt_probe *p)
 {
 	const struct pt_hook *h = p->hook;
-	struct kprobe *kp;
 	int ret;
 
-	if (h->pre) {
+	switch (h->kind) {
+	case PT_KPROBE:
 		p->kp = (struct kprobe){ .symbol_name = h->symbol,
 					 .pre_handler = h->pre };
-		kp = &p->kp;
-		ret = register_kprobe(kp);
-	} else {
+		ret = register_kprobe(&p->kp);
+		break;
+	case PT_KRETPROBE:
 		p->rp = (struct kretprobe){
 			.kp.symbol_name = h->symbol,
 			.entry_handler = h->entry,
 			.handler = h->ret,
 			.data_size = h->data_size,
 			/*
-			 * Allocations sleep in reclaim, so many may be in
-			 * flight; an instance short is a counted miss.
+			 * Allocations and reclaim sleep, so many calls may be
+			 * in flight; an instance short is a counted miss.
 			 */
 			.maxactive = max_t(int, 1024, 64 * num_possible_cpus()),
 		};
-		kp = &p->rp.kp;
 		ret = register_kretprobe(&p->rp);
+		break;
+	case PT_TRACEPOINT:
+		ret = pt_tp_register(p);
+		pt_have_tracepoints |= !ret;
+		break;
+	default:
+		ret = -EINVAL;
 	}
 	if (ret) {
-		pr_err("pagetrace: cannot probe %s on %s: %d%s\n", h->symbol,
-		       init_utsname()->release, ret,
-		       ret == -ENOENT ? " (symbol missing or inlined)" : "");
+		pr_err("pagetrace: cannot attach to %s %s on %s: %d%s\n",
+		       h->kind == PT_TRACEPOINT ? "tracepoint" : "function",
+		       h->symbol, init_utsname()->release, ret,
+		       ret == -ENOENT ? " (missing or inlined)" : "");
 		return ret;
 	}
 	p->registered = true;
-	if (h->range_start &&
-	    pt_symbol_range((unsigned long)kp->addr, h->range_start,
-			    h->range_size)) {
-		pr_err("pagetrace: no code range for %s on %s\n", h->symbol,
-		       init_utsname()->release);
-		return -ENOENT;
-	}
+	if (h->scope)
+		pt_scope_publish(p);
 	return 0;
 }
 
@@ -352,20 +570,28 @@ static void pt_probe_unregister(struct pt_probe *p)
 {
 	if (!p->registered)
 		return;
-	if (p->hook->pre)
+	switch (p->hook->kind) {
+	case PT_KPROBE:
 		unregister_kprobe(&p->kp);
-	else
+		break;
+	case PT_KRETPROBE:
 		unregister_kretprobe(&p->rp);
+		break;
+	case PT_TRACEPOINT:
+		tracepoint_probe_unregister(p->tp, p->hook->tp_probe, NULL);
+		break;
+	}
 	p->registered = false;
 }
 
 /**
- * pt_hooks_register - attach every probe the running kernel needs
+ * pt_hooks_register - attach every probe a backend needs on this kernel
+ * @backend: PAGETRACE_BACKEND_*
  *
  * Return: 0, or the first error after undoing what was attached; the
  * kernel log names the symbol that failed.
  */
-int pt_hooks_register(void)
+int pt_hooks_register(unsigned int backend)
 {
 	u32 version = pt_running_version();
 	unsigned int i;
@@ -373,8 +599,11 @@ int pt_hooks_register(void)
 
 	pt_nr_probes = 0;
 	for (i = 0; i < ARRAY_SIZE(pt_hook_table); i++) {
-		if (pt_hook_applies(&pt_hook_table[i], version))
-			pt_probes[pt_nr_probes++].hook = &pt_hook_table[i];
+		const struct pt_hook *h = &pt_hook_table[i];
+
+		if (version >= h->ver.since && version < h->ver.until &&
+		    (h->backends & BIT(backend)))
+			pt_probes[pt_nr_probes++].hook = h;
 	}
 	if (!pt_nr_probes) {
 		pr_err("pagetrace: no attach points known for %s\n",
@@ -400,6 +629,10 @@ void pt_hooks_unregister(void)
 
 	for (i = pt_nr_probes; i-- > 0; )
 		pt_probe_unregister(&pt_probes[i]);
+	if (pt_have_tracepoints)
+		tracepoint_synchronize_unregister();
+	pt_have_tracepoints = false;
+	memset(pt_scope_rh, 0, sizeof(pt_scope_rh));
 }
 
 /* Probe hits dropped by the kprobe core in this session so far. */
@@ -411,9 +644,10 @@ unsigned long pt_hooks_missed(void)
 	for (i = 0; i < pt_nr_probes; i++) {
 		const struct pt_probe *p = &pt_probes[i];
 
-		if (p->hook->pre)
+		if (p->hook->kind == PT_KPROBE)
 			n += READ_ONCE(p->kp.nmissed);
-		else
+		else if (p->hook->kind == PT_KRETPROBE &&
+			 p->hook->scope != PT_SCOPE_RECLAIM)
 			n += READ_ONCE(p->rp.nmissed) +
 			     READ_ONCE(p->rp.kp.nmissed);
 	}

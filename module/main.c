@@ -101,7 +101,7 @@ int pt_session_start(struct pt_session **out)
 	sess->chunk_size = READ_ONCE(pt_buf_size);
 	sess->nr_bufs = READ_ONCE(pt_nr_bufs);
 	sess->flush_ms = READ_ONCE(pt_flush_ms);
-	sess->backend = PAGETRACE_BACKEND_KPROBE;
+	sess->backend = pt_hooks_backend();
 	sess->header_flags = PAGETRACE_CLOCK_LOCAL;
 	sess->rd_cpu = -1;
 	mutex_init(&sess->read_lock);
@@ -123,7 +123,7 @@ int pt_session_start(struct pt_session **out)
 		goto free_header;
 
 	rcu_assign_pointer(pt_live, sess);
-	ret = pt_hooks_register();
+	ret = pt_hooks_register(sess->backend);
 	if (ret)
 		goto clear_live;
 	schedule_delayed_work(&sess->flush_work,
@@ -196,7 +196,7 @@ static int __init pt_init(void)
 	 * Attach and detach once, so that a kernel whose symbols we do not
 	 * know fails here, with the symbol named, not at the first open.
 	 */
-	ret = pt_hooks_register();
+	ret = pt_hooks_register(pt_hooks_backend());
 	if (ret)
 		return ret;
 	pt_hooks_unregister();

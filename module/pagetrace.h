@@ -203,7 +203,8 @@ int pt_mmap(struct file *file, struct vm_area_struct *vma);
 int pt_header_build(struct pt_session *sess);
 
 /* hooks.c */
-int pt_hooks_register(void);
+unsigned int pt_hooks_backend(void);
+int pt_hooks_register(unsigned int backend);
 void pt_hooks_unregister(void);
 unsigned long pt_hooks_missed(void);
 

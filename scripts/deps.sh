@@ -12,7 +12,7 @@ export DEBIAN_FRONTEND=noninteractive
 [ "$(id -u)" = 0 ] || { echo "deps.sh: must run as root" >&2; exit 1; }
 
 BASE=(qemu-system-x86 busybox-static linux-image-amd64 linux-headers-amd64
-	linux-source-6.1 sparse build-essential cpio xz-utils kmod)
+	linux-source-6.1 sparse build-essential cpio xz-utils kmod trace-cmd)
 
 # apt-get update is slow; run it at most once, and only when an install fails
 # (unknown package / stale index) or a new apt source was added.

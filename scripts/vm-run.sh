@@ -52,8 +52,11 @@ MODDIR=/lib/modules/$KERNEL
 for b in "${BINS[@]}"; do [ -x "$b" ] || die "--bin $b is not an executable file"; done
 
 # Modules needed to mount the share: virtio PCI transport, 9p over virtio,
-# the 9p filesystem.  Their dependencies are resolved below.
-WANT_MODULES=(virtio_pci 9pnet_virtio 9p)
+# the 9p filesystem.  Also loop and ext4, so that tests can put a real
+# filesystem (one whose page cache reclaim can drop) on a loop device; ext4
+# asks the crypto API for crc32c at mount time, which modules.dep cannot tell.
+# Their dependencies are resolved below.
+WANT_MODULES=(virtio_pci 9pnet_virtio 9p loop ext4 crc32c_generic)
 
 # ---------------------------------------------------------------- initramfs
 

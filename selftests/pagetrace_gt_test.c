@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ struct gt_expect {
 
 struct gt_trace {
 	struct pagetrace_header	hdr;
+	unsigned int		backend;	/* from the session record */
 	struct pt_event		*ev;
 	size_t			nr;
 };
@@ -66,6 +68,21 @@ static int gt_load_module(void)
 	ret = ret && errno != EEXIST ? -errno : 0;
 	close(fd);
 	return ret;
+}
+
+#define GT_HOOK_PARAM	"/sys/module/pagetrace/parameters/hook"
+
+/* Choose the backend of the next session; returns 0 or -errno. */
+static int gt_set_hook(const char *hook)
+{
+	int fd = open(GT_HOOK_PARAM, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, hook, strlen(hook));
+	close(fd);
+	return n == (ssize_t)strlen(hook) ? 0 : -EIO;
 }
 
 static int gt_pin_cpu0(void)
@@ -132,8 +149,11 @@ static const char *gt_collect(int dev, struct gt_trace *t, char *err,
 	if (!stream)
 		return "reading the stream failed";
 	ret = pt_reader_open_mem(&r, stream, len, 0);
-	if (ret >= 0)
+	if (ret >= 0) {
 		t->hdr = *pt_reader_header(r);
+		t->backend = pt_reader_session(r) ?
+			     pt_reader_session(r)->backend : ~0U;
+	}
 	t->ev = malloc(cap * sizeof(*t->ev));
 	t->nr = 0;
 	while (ret >= 0 && t->ev) {
@@ -158,6 +178,13 @@ static const char *gt_collect(int dev, struct gt_trace *t, char *err,
 	return ret < 0 ? err : NULL;
 }
 
+static bool gt_matches(const struct pt_event *ev, const struct gt_expect *e)
+{
+	return ev->type == e->type && ev->pfn == e->pfn &&
+	       ev->npages == e->npages;
+}
+
+/* Events matching @e inside its clock window. */
 static size_t gt_count(const struct gt_trace *t, const struct gt_expect *e)
 {
 	size_t i, n = 0;
@@ -165,12 +192,91 @@ static size_t gt_count(const struct gt_trace *t, const struct gt_expect *e)
 	for (i = 0; i < t->nr; i++) {
 		const struct pt_event *ev = &t->ev[i];
 
-		if (ev->type == e->type && ev->pfn == e->pfn &&
-		    ev->npages == e->npages && ev->time_ns + GT_SLACK_NS >= e->t0 &&
+		if (gt_matches(ev, e) && ev->time_ns + GT_SLACK_NS >= e->t0 &&
 		    ev->time_ns <= e->t1)
 			n++;
 	}
 	return n;
+}
+
+/*
+ * Match operations to events one to one.  Operations are listed in the
+ * order they ran (on one CPU); those of one call share a window, and a
+ * call may free its batch in any order.  A PFN may be reused by the next
+ * call, and where the clock is coarse (local_clock() ticks with jiffies on
+ * some kernels under emulation) windows alone do not separate calls.  So
+ * each operation takes the first unused event that matches it inside its
+ * window and after every event an earlier call took; any matching event
+ * left over inside the span of all windows is a duplicate.  Returns the
+ * number of operations without their one event, plus duplicates; logs
+ * each.
+ */
+static int gt_match_all(struct __test_metadata *_metadata,
+			const struct gt_trace *t, const struct gt_expect *e,
+			int n)
+{
+	unsigned char *used = calloc(t->nr ? t->nr : 1, 1);
+	uint64_t lo = UINT64_MAX, hi = 0;
+	size_t i, from = 0, last = 0;
+	uint32_t cpu = 0;
+	int k, bad = 0;
+
+	if (!used)
+		return n;
+	for (k = 0; k < n; k++) {
+		size_t got = t->nr;
+
+		/* A new call starts after everything the last one took. */
+		if (k && (e[k].t0 != e[k - 1].t0 || e[k].t1 != e[k - 1].t1))
+			from = last + 1;
+		lo = e[k].t0 < lo ? e[k].t0 : lo;
+		hi = e[k].t1 > hi ? e[k].t1 : hi;
+		for (i = from; i < t->nr; i++) {
+			const struct pt_event *ev = &t->ev[i];
+
+			if (!used[i] && gt_matches(ev, &e[k]) &&
+			    ev->time_ns + GT_SLACK_NS >= e[k].t0 &&
+			    ev->time_ns <= e[k].t1) {
+				got = i;
+				break;
+			}
+		}
+		if (got == t->nr) {
+			bad++;
+			TH_LOG("%s: %s pfn=%" PRIu64 " npages=%" PRIu64
+			       " in [%" PRIu64 ", %" PRIu64 "]: no event",
+			       e[k].op, e[k].type == PAGETRACE_EV_ALLOC ?
+			       "alloc" : "free", e[k].pfn, e[k].npages,
+			       e[k].t0, e[k].t1);
+			continue;
+		}
+		used[got] = 1;
+		last = got > last ? got : last;
+		cpu = t->ev[got].cpu;
+	}
+	/*
+	 * Another CPU may take a freed PFN inside the windows: only the
+	 * operations' own CPU (we are pinned) can hold duplicates.
+	 */
+	for (i = 0; i < t->nr; i++) {
+		const struct pt_event *ev = &t->ev[i];
+
+		if (used[i] || ev->cpu != cpu ||
+		    ev->time_ns + GT_SLACK_NS < lo || ev->time_ns > hi)
+			continue;
+		for (k = 0; k < n; k++) {
+			if (gt_matches(ev, &e[k])) {
+				bad++;
+				TH_LOG("%s: duplicate %s pfn=%" PRIu64
+				       " npages=%" PRIu64 " at %" PRIu64,
+				       e[k].op, pt_event_type_name(ev->type),
+				       ev->pfn, ev->npages, ev->time_ns);
+				break;
+			}
+		}
+	}
+	free(used);
+	return bad;
 }
 
 /* Parse the module's report; returns expectations, or -1 with a skip. */
@@ -209,10 +315,16 @@ FIXTURE(gt)
 FIXTURE_VARIANT(gt)
 {
 	const char *op;
+	const char *hook;
 };
 
-/* One variant per allocator entry point pagetrace_gt.ko drives. */
-#define GT_OP(name) FIXTURE_VARIANT_ADD(gt, name) { .op = #name }
+/*
+ * One variant per allocator entry point pagetrace_gt.ko drives, under each
+ * backend (the hook= parameter): both must see every operation once.
+ */
+#define GT_OP(name)							\
+	FIXTURE_VARIANT_ADD(gt, name##_kprobe) { #name, "kprobe" };	\
+	FIXTURE_VARIANT_ADD(gt, name##_tracepoint) { #name, "tracepoint" }
 GT_OP(pages_order0);
 GT_OP(pages_order3);
 GT_OP(pages_order5);
@@ -242,6 +354,7 @@ FIXTURE_SETUP(gt)
 	ASSERT_EQ(0, ret) TH_LOG("cannot load pagetrace_gt.ko: %s",
 				 strerror(-ret));
 	ASSERT_EQ(0, gt_pin_cpu0());
+	ASSERT_EQ(0, gt_set_hook(variant->hook));
 	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->dev) TH_LOG("open /dev/pagetrace: %s (is pagetrace.ko loaded?)",
 				       strerror(errno));
@@ -252,6 +365,7 @@ FIXTURE_TEARDOWN(gt)
 	free(self->trace.ev);
 	if (self->dev >= 0)
 		close(self->dev);
+	gt_set_hook("kprobe");
 }
 
 TEST_F(gt, entry_point)
@@ -260,7 +374,7 @@ TEST_F(gt, entry_point)
 	struct gt_expect e[128];
 	char skip[256], err[512];
 	const char *msg;
-	int fd, n, i, bad = 0;
+	int fd, n, bad;
 	ssize_t len;
 
 	fd = open(GT_DIR "/run", O_RDWR | O_CLOEXEC);
@@ -275,22 +389,16 @@ TEST_F(gt, entry_point)
 	msg = gt_collect(self->dev, &self->trace, err, sizeof(err));
 	ASSERT_EQ(NULL, msg) TH_LOG("%s", msg);
 
+	ASSERT_EQ(strcmp(variant->hook, "tracepoint") ?
+		  PAGETRACE_BACKEND_KPROBE : PAGETRACE_BACKEND_TRACEPOINT,
+		  self->trace.backend);
+
 	n = gt_parse(report, e, 128, skip, sizeof(skip));
 	if (n < 0)
 		SKIP(return, "the allocation itself failed: %s", skip);
 	ASSERT_LT(0, n) TH_LOG("no operations reported for %s", variant->op);
 
-	for (i = 0; i < n; i++) {
-		size_t got = gt_count(&self->trace, &e[i]);
-
-		if (got == 1)
-			continue;
-		bad++;
-		TH_LOG("%s: %s pfn=%" PRIu64 " npages=%" PRIu64
-		       " in [%" PRIu64 ", %" PRIu64 "]: %zu events, want 1",
-		       e[i].op, e[i].type == PAGETRACE_EV_ALLOC ? "alloc" : "free",
-		       e[i].pfn, e[i].npages, e[i].t0, e[i].t1, got);
-	}
+	bad = gt_match_all(_metadata, &self->trace, e, n);
 	EXPECT_EQ(0, bad) TH_LOG("%d of %d operations not traced exactly once "
 				 "(%zu events in the session)", bad, n,
 				 self->trace.nr);
@@ -367,6 +475,77 @@ TEST(thp_fault)
 	e.t1 = UINT64_MAX;
 	EXPECT_EQ((size_t)1, gt_count(&t, &e)) TH_LOG("THP pfn %" PRIu64 " free", pfn);
 	free(t.ev);
+}
+
+/*
+ * What each backend attaches, as the kprobe core lists it during a session:
+ * the kprobe backend probes the allocator's entry and free functions; the
+ * tracepoint backend leaves those to mm_page_alloc/mm_page_free and keeps
+ * kprobes only for the bulk allocator, compaction and the reclaim scopes.
+ */
+static int gt_kprobes_list(char *buf, size_t len)
+{
+	int fd = open("/sys/kernel/debug/kprobes/list", O_RDONLY | O_CLOEXEC);
+	ssize_t n, total = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf + total, len - 1 - total)) > 0)
+		total += n;
+	close(fd);
+	buf[total] = '\0';
+	return 0;
+}
+
+static int gt_listed(const char *list, const char *sym)
+{
+	char pat[128];
+
+	snprintf(pat, sizeof(pat), " %s+0x", sym);
+	return strstr(list, pat) != NULL;
+}
+
+TEST(backend_attach_points)
+{
+	static const char * const tp_free[] = {
+		"free_pcp_prepare", "free_unref_page", "free_unref_folios",
+	};
+	static char list[1 << 16];
+	struct utsname u;
+	const char *alloc;
+	unsigned int i;
+	int dev;
+
+	ASSERT_EQ(0, uname(&u));
+	alloc = strncmp(u.release, "6.12.", 5) ? "__alloc_pages" :
+						  "__alloc_pages_noprof";
+
+	ASSERT_EQ(0, gt_set_hook("kprobe"));
+	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, gt_kprobes_list(list, sizeof(list)));
+	close(dev);
+	EXPECT_TRUE(gt_listed(list, alloc)) TH_LOG("kprobe backend: %s not probed", alloc);
+	EXPECT_TRUE(gt_listed(list, "post_alloc_hook"));
+	EXPECT_TRUE(gt_listed(list, "__free_pages_ok"));
+	EXPECT_TRUE(gt_listed(list, "shrink_folio_list"));
+
+	ASSERT_EQ(0, gt_set_hook("tracepoint"));
+	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, gt_kprobes_list(list, sizeof(list)));
+	close(dev);
+	gt_set_hook("kprobe");
+	EXPECT_FALSE(gt_listed(list, alloc)) TH_LOG("tracepoint backend probes %s", alloc);
+	EXPECT_FALSE(gt_listed(list, "__free_pages_ok"));
+	for (i = 0; i < sizeof(tp_free) / sizeof(tp_free[0]); i++)
+		EXPECT_FALSE(gt_listed(list, tp_free[i])) TH_LOG("%s", tp_free[i]);
+	/* No tracepoint covers these: kprobes stay. */
+	EXPECT_TRUE(gt_listed(list, "post_alloc_hook"));
+	EXPECT_TRUE(gt_listed(list, "shrink_folio_list"));
+
+	/* A bad backend name is refused. */
+	EXPECT_EQ(-EIO, gt_set_hook("ftrace"));
 }
 
 TEST_HARNESS_MAIN
