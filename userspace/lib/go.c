@@ -129,7 +129,12 @@ static int go_start_buffer(struct pt_reader *r, uint64_t off, uint64_t w, uint64
 	return 0;
 }
 
-int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max)
+/*
+ * @stop: 0 decode across buffers; 1 stop before a new buffer once events
+ * were decoded; 2 stop before any new buffer.
+ */
+static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max,
+		     int stop)
 {
 	unsigned int n = 0;
 	int ret = 0;
@@ -158,6 +163,8 @@ int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max
 		p = r->buf + r->pos;
 		w = pt_load64(p);
 		if (pagetrace_word_is_pid(w)) {
+			if (stop == 2 || (n && stop == 1))
+				break;
 			if (have < 16) {
 				ret = pt_set_error(r, -EBADMSG, off,
 						   "file ends after a pid word, expected a sync word");
@@ -244,5 +251,35 @@ int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max
 	}
 	if (ret && !r->err)
 		r->err = ret;
+	return n ? (int)n : ret;
+}
+
+int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max)
+{
+	return go_decode(r, evs, max, 0);
+}
+
+/* Go traces are small: runs go through struct pt_event, one buffer each. */
+int pt_go_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max)
+{
+	struct pt_event tmp[64];
+	unsigned int n = 0;
+	int ret = 0;
+
+	while (n < max) {
+		unsigned int want = max - n < 64 ? max - n : 64;
+		/* A run is one buffer's events: the next buffer waits. */
+		ret = go_decode(r, tmp, want, n ? 2 : 1);
+		if (ret <= 0)
+			break;
+		for (int i = 0; i < ret; i++) {
+			evs[n + i].time_ns = tmp[i].time_ns;
+			evs[n + i].pfn = tmp[i].pfn;
+			evs[n + i].npages_type = tmp[i].npages << 2 | tmp[i].type;
+		}
+		n += ret;
+		if ((unsigned int)ret < want)
+			break;
+	}
 	return n ? (int)n : ret;
 }

@@ -90,5 +90,6 @@ ssize_t pt_fill(struct pt_reader *r, size_t need);
 int pt_read_header(struct pt_reader *r);
 int pt_go_open(struct pt_reader *r);
 int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max);
+int pt_go_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max);
 
 #endif

@@ -179,6 +179,49 @@ int pt_reader_next(struct pt_reader *r, struct pt_event *ev);
  */
 int pt_reader_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max);
 
+/**
+ * struct pt_cevent - a compact event, for pt_reader_next_run()
+ * @time_ns: absolute time on the trace clock
+ * @pfn: first page frame
+ * @npages_type: npages << 2 | type; see pt_cevent_npages(), pt_cevent_type()
+ *
+ * Half the size of struct pt_event: what the fast paths (stats) need and
+ * nothing else.  The CPU, seq and flags are the run's chunk's.
+ */
+struct pt_cevent {
+	uint64_t	time_ns;
+	uint64_t	pfn;
+	uint64_t	npages_type;
+};
+
+static inline unsigned int pt_cevent_type(const struct pt_cevent *e)
+{
+	return (unsigned int)(e->npages_type & 3);
+}
+
+static inline uint64_t pt_cevent_npages(const struct pt_cevent *e)
+{
+	return e->npages_type >> 2;
+}
+
+/**
+ * pt_reader_next_run() - decode a run of compact events of one chunk
+ * @r: the reader
+ * @evs: room for @max events
+ * @max: at most this many
+ * @chunk: set to the chunk the events belong to (valid until the next call)
+ *
+ * The fastest way through a stream: a run never spans two chunks, so the
+ * CPU, seq and chunk flags come once per run in *@chunk (for Go traces, a
+ * P's buffer).  Task records are counted but not returned.  Runs and
+ * pt_reader_next()/pt_reader_next_batch() may be mixed.
+ *
+ * Return: events in the run (1..@max), 0 at a clean end of the stream, or
+ * an error as pt_reader_next() returns it.
+ */
+int pt_reader_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max,
+		       const struct pt_chunk **chunk);
+
 /*
  * Call @cb for each chunk header once it is checked, before any of its
  * events is returned (with pt_reader_next_batch(), events of earlier chunks

@@ -195,9 +195,12 @@ static int start_chunk(struct pt_reader *r)
  * (then r->err is set and events before it count as not decoded: the caller
  * returns them first via *@n).
  */
-static int decode_words(struct pt_reader *r, struct pt_event *evs,
-			unsigned int max, unsigned int *n)
+static __attribute__((always_inline)) inline int
+decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n,
+	       const bool compact)
 {
+	struct pt_event *evs = out;
+	struct pt_cevent *cevs = out;
 	const unsigned char *p = r->buf + r->pos;
 	uint64_t navail = (r->len - r->pos) / 8;
 	uint64_t left = r->words_left;
@@ -206,20 +209,61 @@ static int decode_words(struct pt_reader *r, struct pt_event *evs,
 	uint32_t cpu = r->chunk.cpu;
 	uint16_t cflags = r->chunk.flags;
 	int64_t task = r->task;
-	unsigned int k = *n;
+	unsigned int k = *n, k0 = *n, ktasks = 0;
 	uint64_t i = 0, ntasks = 0;
-	uint64_t nev = 0;
 	int ret = 0;
 
 	if (navail > left)
 		navail = left;
 	while (i < navail && k < max) {
-		uint64_t w = pt_load64(p + 8 * i);
+		uint64_t w;
+
+		/*
+		 * The fast path: plain events (not large, npages > 0, in
+		 * time order) in a loop with a single branch on all the
+		 * checks.  Anything else leaves it for the full checks below,
+		 * one word at a time.
+		 */
+		while (i < navail && k < max) {
+			uint64_t t, np;
+
+			w = pt_load64(p + 8 * i);
+			t = base + pagetrace_word_delta_ns(w);
+			np = pagetrace_word_npages(w);
+			if (unlikely(!((w & PAGETRACE_TYPE_MASK) != 0) |
+				     ((w & PAGETRACE_LARGE) != 0) | (np == 0) | (t < last)))
+				break;
+			if (compact) {
+				struct pt_cevent *ce = &cevs[k];
+
+				ce->time_ns = t;
+				ce->pfn = pagetrace_word_pfn(w);
+				ce->npages_type = np << 2 | (w & PAGETRACE_TYPE_MASK);
+			} else {
+				struct pt_event *ev = &evs[k];
+
+				ev->time_ns = t;
+				ev->pfn = pagetrace_word_pfn(w);
+				ev->npages = np;
+				ev->offset = cur_off(r) + 8 * i;
+				ev->seq = seq;
+				ev->task = task;
+				ev->cpu = cpu;
+				ev->chunk_flags = cflags;
+				ev->type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
+				ev->__pad = 0;
+			}
+			last = t;
+			k++;
+			i++;
+		}
+		if (!(i < navail && k < max))
+			break;
+		w = pt_load64(p + 8 * i);
 
 		if (likely(w & PAGETRACE_TYPE_MASK)) {
 			uint64_t npages = pagetrace_word_npages(w);
 			uint64_t t = base + pagetrace_word_delta_ns(w);
-			struct pt_event *ev = &evs[k];
 			uint64_t at = i;
 
 			if (unlikely(pagetrace_word_is_large(w))) {
@@ -273,18 +317,27 @@ static int decode_words(struct pt_reader *r, struct pt_event *evs,
 				break;
 			}
 			last = t;
-			ev->time_ns = t;
-			ev->pfn = pagetrace_word_pfn(w);
-			ev->npages = npages;
-			ev->offset = cur_off(r) + 8 * at;
-			ev->seq = seq;
-			ev->task = task;
-			ev->cpu = cpu;
-			ev->chunk_flags = cflags;
-			ev->type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
-			ev->__pad = 0;
+			if (compact) {
+				struct pt_cevent *ce = &cevs[k];
+
+				ce->time_ns = t;
+				ce->pfn = pagetrace_word_pfn(w);
+				ce->npages_type = npages << 2 | (w & PAGETRACE_TYPE_MASK);
+			} else {
+				struct pt_event *ev = &evs[k];
+
+				ev->time_ns = t;
+				ev->pfn = pagetrace_word_pfn(w);
+				ev->npages = npages;
+				ev->offset = cur_off(r) + 8 * at;
+				ev->seq = seq;
+				ev->task = task;
+				ev->cpu = cpu;
+				ev->chunk_flags = cflags;
+				ev->type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
+				ev->__pad = 0;
+			}
 			k++;
-			nev++;
 		} else if (w & PAGETRACE_IS_PID) {
 			uint64_t id = pagetrace_word_id(w);
 
@@ -297,7 +350,7 @@ static int decode_words(struct pt_reader *r, struct pt_event *evs,
 			}
 			task = (int64_t)(id & 0xffffffffULL);
 			ntasks++;
-			if (r->flags & PT_READER_TASKS) {
+			if (!compact && (r->flags & PT_READER_TASKS)) {
 				struct pt_event *ev = &evs[k++];
 
 				ev->time_ns = last;
@@ -310,6 +363,7 @@ static int decode_words(struct pt_reader *r, struct pt_event *evs,
 				ev->chunk_flags = cflags;
 				ev->type = PT_EV_TASK;
 				ev->__pad = 0;
+				ktasks++;
 			}
 			i++;
 		} else {
@@ -333,12 +387,24 @@ static int decode_words(struct pt_reader *r, struct pt_event *evs,
 	r->base_ns = base;
 	r->last_ns = last;
 	r->task = task;
-	r->cnt.events += nev;
+	r->cnt.events += k - k0 - ktasks;
 	r->cnt.tasks += ntasks;
 	*n = k;
 	if (!ret && !r->words_left)
 		end_chunk(r);
 	return ret;
+}
+
+static int decode_words(struct pt_reader *r, struct pt_event *evs,
+			unsigned int max, unsigned int *n)
+{
+	return decode_words_t(r, evs, max, n, false);
+}
+
+static int decode_words_compact(struct pt_reader *r, struct pt_cevent *evs,
+				unsigned int max, unsigned int *n)
+{
+	return decode_words_t(r, evs, max, n, true);
 }
 
 int pt_reader_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max)
@@ -378,4 +444,43 @@ int pt_reader_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int
 int pt_reader_next(struct pt_reader *r, struct pt_event *ev)
 {
 	return pt_reader_next_batch(r, ev, 1);
+}
+
+int pt_reader_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max,
+		       const struct pt_chunk **chunk)
+{
+	unsigned int n = 0;
+	int ret;
+
+	*chunk = &r->chunk;
+	if (r->err)
+		return r->err;
+	if (r->flags & PT_READER_GO)
+		return pt_go_next_run(r, evs, max);
+	while (n < max) {
+		if (!r->words_left) {
+			/* A run is one chunk's events. */
+			if (n)
+				break;
+			ret = start_chunk(r);
+			if (ret <= 0)
+				return ret;
+			continue;
+		}
+		if (r->len - r->pos < r->want) {
+			ssize_t have = pt_fill(r, r->want);
+
+			if (have < 0)
+				return n ? (int)n : (int)have;
+			if ((size_t)have < r->want) {
+				ret = truncated_chunk(r);
+				return n ? (int)n : ret;
+			}
+			r->want = 8;
+		}
+		ret = decode_words_compact(r, evs, max, &n);
+		if (ret)
+			return n ? (int)n : ret;
+	}
+	return n;
 }
