@@ -11,6 +11,8 @@
 #define DEFAULT_MAX_HELD	(1ULL << 21)
 #define RATE_BIN0_NS		1000000ULL
 #define MAP_MIN_BITS		10
+/* Events ahead whose hash slot is prefetched: the map misses the cache. */
+#define PREFETCH_AHEAD		8
 
 /* An allocated block, or a piece of one that was partly freed. */
 struct block {
@@ -22,13 +24,14 @@ struct block {
 	uint8_t		snap;		/* from a snapshot: no start time */
 };
 
-/* One CPU's events waiting for the merge: a ring buffer. */
+/* One CPU's events waiting for the merge: a ring buffer, cap a power of 2. */
 struct queue {
 	struct pt_event	*ev;
 	size_t		head;
 	size_t		len;
 	size_t		cap;
 	bool		active;		/* has had events */
+	unsigned int	hpos;		/* index in the heap, if len */
 };
 
 struct pt_analysis_priv {
@@ -39,8 +42,9 @@ struct pt_analysis_priv {
 	/* Queue i holds cpu i - 1: index 0 is PT_CPU_NONE (Go's P -1). */
 	struct queue	*q;
 	unsigned int	nr_q;
-	unsigned int	*active;	/* indices of active queues */
-	unsigned int	nr_active;
+	unsigned int	nr_active;	/* queues that have had events */
+	/* Non-empty queues, a min-heap by the time of their first event. */
+	unsigned int	*heap;
 	unsigned int	nr_nonempty;
 	uint64_t	held;
 	uint64_t	max_seen;
@@ -152,6 +156,11 @@ static struct pt_zone_stats *zone_stats(struct pt_analysis *a, uint32_t z)
 static uint64_t map_slot(const struct pt_analysis_priv *m, uint64_t pfn)
 {
 	return (pfn * 0x9e3779b97f4a7c15ULL) >> (64 - m->map_bits);
+}
+
+static void map_prefetch(const struct pt_analysis_priv *m, uint64_t pfn)
+{
+	__builtin_prefetch(&m->map[map_slot(m, pfn)]);
 }
 
 static struct block *map_find(struct pt_analysis_priv *m, uint64_t pfn)
@@ -392,7 +401,10 @@ static struct queue *get_queue(struct pt_analysis_priv *m, uint32_t cpu)
 		return &m->q[i];
 	if (i > PT_GO_MAX_P)
 		return NULL;
-	nr = i + 1;
+	/* Doubling: CPUs (and Go Ps) come by one at a time. */
+	nr = i + 1 > 2 * m->nr_q ? i + 1 : 2 * m->nr_q;
+	if (nr > PT_GO_MAX_P + 1)
+		nr = PT_GO_MAX_P + 1;
 	n = realloc(m->q, nr * sizeof(*n));
 	if (!n)
 		return NULL;
@@ -400,6 +412,55 @@ static struct queue *get_queue(struct pt_analysis_priv *m, uint32_t cpu)
 	m->q = n;
 	m->nr_q = nr;
 	return &m->q[i];
+}
+
+static uint64_t head_ns(const struct pt_analysis_priv *m, unsigned int qi)
+{
+	const struct queue *q = &m->q[qi];
+
+	return q->ev[q->head].time_ns;
+}
+
+static void heap_set(struct pt_analysis_priv *m, unsigned int pos, unsigned int qi)
+{
+	m->heap[pos] = qi;
+	m->q[qi].hpos = pos;
+}
+
+static void heap_up(struct pt_analysis_priv *m, unsigned int pos)
+{
+	unsigned int qi = m->heap[pos];
+	uint64_t t = head_ns(m, qi);
+
+	while (pos) {
+		unsigned int parent = (pos - 1) / 2;
+
+		if (head_ns(m, m->heap[parent]) <= t)
+			break;
+		heap_set(m, pos, m->heap[parent]);
+		pos = parent;
+	}
+	heap_set(m, pos, qi);
+}
+
+static void heap_down(struct pt_analysis_priv *m, unsigned int pos)
+{
+	unsigned int qi = m->heap[pos], n = m->nr_nonempty;
+	uint64_t t = head_ns(m, qi);
+
+	for (;;) {
+		unsigned int c = 2 * pos + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && head_ns(m, m->heap[c + 1]) < head_ns(m, m->heap[c]))
+			c++;
+		if (t <= head_ns(m, m->heap[c]))
+			break;
+		heap_set(m, pos, m->heap[c]);
+		pos = c;
+	}
+	heap_set(m, pos, qi);
 }
 
 static int push(struct pt_analysis *a, const struct pt_event *ev)
@@ -417,7 +478,7 @@ static int push(struct pt_analysis *a, const struct pt_event *ev)
 		if (!n)
 			return -ENOMEM;
 		for (size_t k = 0; k < q->len; k++)
-			n[k] = q->ev[(q->head + k) % q->cap];
+			n[k] = q->ev[(q->head + k) & (q->cap - 1)];
 		free(q->ev);
 		q->ev = n;
 		q->cap = cap;
@@ -425,21 +486,25 @@ static int push(struct pt_analysis *a, const struct pt_event *ev)
 	}
 	if (!q->active) {
 		q->active = true;
-		m->active[m->nr_active++] = (unsigned int)(q - m->q);
+		m->nr_active++;
 	}
-	if (!q->len)
-		m->nr_nonempty++;
 	/*
 	 * A CPU's events come in order (the reader checks it), but Go's may
 	 * not quite: insert from the back to keep the queue sorted.
 	 */
 	i = q->len;
-	while (i && q->ev[(q->head + i - 1) % q->cap].time_ns > ev->time_ns) {
-		q->ev[(q->head + i) % q->cap] = q->ev[(q->head + i - 1) % q->cap];
+	while (i && q->ev[(q->head + i - 1) & (q->cap - 1)].time_ns > ev->time_ns) {
+		q->ev[(q->head + i) & (q->cap - 1)] = q->ev[(q->head + i - 1) & (q->cap - 1)];
 		i--;
 	}
-	q->ev[(q->head + i) % q->cap] = *ev;
+	q->ev[(q->head + i) & (q->cap - 1)] = *ev;
 	q->len++;
+	if (q->len == 1) {
+		heap_set(m, m->nr_nonempty++, (unsigned int)(q - m->q));
+		heap_up(m, q->hpos);
+	} else if (!i) {
+		heap_up(m, q->hpos);	/* a new first event, earlier */
+	}
 	m->held++;
 	if (m->held > a->max_held_seen)
 		a->max_held_seen = m->held;
@@ -465,36 +530,34 @@ static int release(struct pt_analysis *a, bool drain)
 	struct pt_analysis_priv *m = a->priv;
 
 	while (m->held) {
-		struct queue *best = NULL;
-		uint64_t t1 = UINT64_MAX, t2 = UINT64_MAX;
+		struct queue *best = &m->q[m->heap[0]];
+		uint64_t t2 = UINT64_MAX;
 
-		for (unsigned int k = 0; k < m->nr_active; k++) {
-			struct queue *q = &m->q[m->active[k]];
-			uint64_t t;
-
-			if (!q->len)
-				continue;
-			t = q->ev[q->head].time_ns;
-			if (t < t1) {
-				t2 = t1;
-				t1 = t;
-				best = q;
-			} else if (t < t2) {
-				t2 = t;
-			}
-		}
-		if (!may_release(m, t1, drain))
+		/* The next CPU's first event: the smaller child of the root. */
+		if (m->nr_nonempty > 1)
+			t2 = head_ns(m, m->heap[1]);
+		if (m->nr_nonempty > 2 && head_ns(m, m->heap[2]) < t2)
+			t2 = head_ns(m, m->heap[2]);
+		if (!may_release(m, head_ns(m, m->heap[0]), drain))
 			return 0;
 		/* Events of the earliest CPU up to the next CPU's first. */
 		do {
 			struct pt_event ev = best->ev[best->head];
 			int ret;
 
-			best->head = (best->head + 1) % best->cap;
+			if (best->len > PREFETCH_AHEAD)
+				map_prefetch(m, best->ev[(best->head + PREFETCH_AHEAD) &
+							 (best->cap - 1)].pfn);
+			best->head = (best->head + 1) & (best->cap - 1);
 			best->len--;
 			m->held--;
-			if (!best->len)
-				m->nr_nonempty--;
+			if (!best->len) {
+				/* Out of the heap: the last leaf takes the root. */
+				if (--m->nr_nonempty) {
+					heap_set(m, 0, m->heap[m->nr_nonempty]);
+					heap_down(m, 0);
+				}
+			}
 			if (m->released_any && ev.time_ns < m->last_released)
 				a->late_events++;
 			else
@@ -505,6 +568,8 @@ static int release(struct pt_analysis *a, bool drain)
 				return ret;
 		} while (best->len && best->ev[best->head].time_ns <= t2 &&
 			 may_release(m, best->ev[best->head].time_ns, drain));
+		if (best->len)
+			heap_down(m, best->hpos);
 	}
 	return 0;
 }
@@ -628,8 +693,8 @@ static int init(struct pt_reader *r, struct pt_analysis *a,
 	a->life = calloc(PT_LIFE_ORDERS, sizeof(*a->life));
 	m->map_bits = MAP_MIN_BITS;
 	m->map = calloc(1ULL << m->map_bits, sizeof(*m->map));
-	m->active = calloc(PT_GO_MAX_P + 1, sizeof(*m->active));
-	if (!a->zones || !a->zone_stats || !a->bins || !a->life || !m->map || !m->active)
+	m->heap = calloc(PT_GO_MAX_P + 1, sizeof(*m->heap));
+	if (!a->zones || !a->zone_stats || !a->bins || !a->life || !m->map || !m->heap)
 		return -ENOMEM;
 	/*
 	 * v1 streams name their CPUs up front, so a CPU that has logged
@@ -644,7 +709,7 @@ static int init(struct pt_reader *r, struct pt_analysis *a,
 			if (!q)
 				return -ENOMEM;
 			q->active = true;
-			m->active[m->nr_active++] = c + 1;
+			m->nr_active++;
 		}
 	}
 	if (a->nr_zones)
@@ -711,7 +776,7 @@ void pt_analysis_free(struct pt_analysis *a)
 			free(m->q[i].ev);
 		free(m->q);
 		free(m->map);
-		free(m->active);
+		free(m->heap);
 		free(m);
 		a->priv = NULL;
 	}
