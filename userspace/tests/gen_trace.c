@@ -6,13 +6,14 @@
  *   gen_trace [-n EVENTS] [-c CPUS] [-s SEED] [-k CHUNK_SIZE] OUT
  *
  * Two zones (DMA32 and Normal on node 0); blocks of orders 0..10 (mostly
- * small) are allocated on one CPU and freed, usually on another, after a
- * random lifetime; every so often a reclaim burst takes back a run of
+ * small, never overlapping) are allocated on one CPU and freed, usually on
+ * another, after a random lifetime; every so often a reclaim burst takes back a run of
  * allocated blocks, and now and then a chunk reports lost events.  Each
  * CPU's clock runs on its own; chunks are written as they fill, so CPUs
  * interleave as they would from the module.
  */
 #include <endian.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@ struct blk {
 };
 
 static FILE *out;
+/* Pages in use, so that blocks never overlap: a bit per PFN. */
+static uint64_t *used;
 static unsigned int max_words;
 static uint64_t rng = 88172645463325252ULL;
 
@@ -66,6 +69,24 @@ static void put64(uint64_t v)
 {
 	v = htole64(v);
 	put(&v, 8);
+}
+
+static bool range_free(uint64_t pfn, uint64_t n)
+{
+	for (uint64_t p = pfn; p < pfn + n; p++)
+		if (used[p / 64] >> (p % 64) & 1)
+			return false;
+	return true;
+}
+
+static void range_set(uint64_t pfn, uint64_t n, bool on)
+{
+	for (uint64_t p = pfn; p < pfn + n; p++) {
+		if (on)
+			used[p / 64] |= 1ULL << (p % 64);
+		else
+			used[p / 64] &= ~(1ULL << (p % 64));
+	}
 }
 
 static void flush_cpu(struct cpu *c, unsigned int id)
@@ -158,7 +179,8 @@ usage:
 	max_words = (chunk_size - sizeof(struct pagetrace_chunk)) / 8;
 	cpus = calloc(ncpu, sizeof(*cpus));
 	live = calloc(LIVE_MAX, sizeof(*live));
-	if (!cpus || !live)
+	used = calloc(ZONE1_END / 64 + 1, 8);
+	if (!cpus || !live || !used)
 		return 1;
 	for (unsigned int i = 0; i < ncpu; i++) {
 		cpus[i].w = malloc(8ULL * max_words);
@@ -227,6 +249,7 @@ usage:
 				struct blk b = live[j];
 
 				live[j] = live[--nlive];
+				range_set(b.pfn, 1ULL << b.order, false);
 				if (c->t < b.t)
 					c->t = b.t + 128;
 				event(c, id, PAGETRACE_EV_RECLAIM, b.pfn, 1ULL << b.order);
@@ -242,6 +265,10 @@ usage:
 			order = order < 8 ? 0 : order < 12 ? 1 : order < 14 ? 2 : (x >> 12) % 11;
 			pfn = ZONE0_START + (x >> 20) % (ZONE1_END - ZONE0_START - 1024);
 			pfn &= ~((1ULL << order) - 1);
+			/* Taken: this time, no allocation (a rare miss). */
+			if (!range_free(pfn, 1ULL << order))
+				continue;
+			range_set(pfn, 1ULL << order, true);
 			live[nlive].pfn = pfn;
 			live[nlive].t = c->t;
 			live[nlive].order = order;
@@ -252,6 +279,7 @@ usage:
 			struct blk b = live[j];
 
 			live[j] = live[--nlive];
+			range_set(b.pfn, 1ULL << b.order, false);
 			if (c->t < b.t)
 				c->t = b.t + 128;
 			event(c, id, PAGETRACE_EV_FREE, b.pfn, 1ULL << b.order);
