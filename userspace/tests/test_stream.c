@@ -286,4 +286,122 @@ TEST(stats)
 	synth_free(&s);
 }
 
+/* Read @r with pt_reader_next_run(): same events, each run within one chunk. */
+static void check_runs(struct __test_metadata *_metadata, struct synth *s,
+		       struct pt_reader *r, unsigned int max)
+{
+	struct pt_cevent evs[300];
+	const struct pt_chunk *c;
+	size_t k = 0, runs = 0;
+	int ret;
+
+	while ((ret = pt_reader_next_run(r, evs, max, &c)) > 0) {
+		ASSERT_LE(ret, max);
+		runs++;
+		for (int i = 0; i < ret; i++, k++) {
+			const struct pt_event *e = &s->exp[k];
+
+			ASSERT_LT(k, s->nexp);
+			ASSERT_EQ(e->time_ns, evs[i].time_ns);
+			ASSERT_EQ(e->pfn, evs[i].pfn);
+			ASSERT_EQ(e->npages, pt_cevent_npages(&evs[i]));
+			ASSERT_EQ(e->type, pt_cevent_type(&evs[i]));
+			/* The run's chunk is the event's. */
+			ASSERT_EQ(e->cpu, c->cpu);
+			ASSERT_EQ(e->seq, c->seq);
+			ASSERT_EQ(e->chunk_flags, c->flags);
+		}
+		/* A run ends at its chunk's end, or when full. */
+		if ((unsigned int)ret < max && k < s->nexp)
+			ASSERT_TRUE(s->exp[k].seq != c->seq || s->exp[k].cpu != c->cpu);
+	}
+	ASSERT_EQ(0, ret) {
+		TH_LOG("%s", pt_reader_error(r));
+	}
+	ASSERT_EQ(s->nexp, k);
+	ASSERT_GE(runs, pt_reader_counters(r)->chunks - 1);
+	ASSERT_EQ(s->nexp, pt_reader_counters(r)->events);
+}
+
+TEST(runs)
+{
+	static const unsigned int maxes[] = { 1, 7, 256, 300 };
+	struct synth s;
+
+	random_stream(&s, 4, 32 + 8 * 64, PAGETRACE_FLAG_TASKS, 20000, 3);
+	for (unsigned int i = 0; i < ARRAY_SIZE(maxes); i++) {
+		struct pt_reader *r;
+
+		ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, PT_READER_TASKS));
+		check_runs(_metadata, &s, r, maxes[i]);
+		pt_reader_close(r);
+	}
+	/* Through a pipe and a small buffer. */
+	{
+		struct pt_reader_params p = { .buf_size = 72 };
+		struct pt_reader *r;
+		int fd, status;
+		pid_t pid = feed(&fd, s.buf, s.len, 13);
+
+		ASSERT_GT(pid, 0);
+		ASSERT_EQ(0, pt_reader_open_fd_params(&r, fd, &p));
+		check_runs(_metadata, &s, r, 256);
+		pt_reader_close(r);
+		close(fd);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_EQ(0, status);
+	}
+	/* Cut short: the events before the cut, then the error. */
+	{
+		struct pt_cevent evs[256];
+		const struct pt_chunk *c;
+		struct pt_reader *r;
+		size_t n = 0;
+		int ret;
+
+		ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len - 12, 0));
+		while ((ret = pt_reader_next_run(r, evs, 256, &c)) > 0)
+			n += ret;
+		EXPECT_EQ(-EBADMSG, ret);
+		EXPECT_EQ(-EBADMSG, pt_reader_next_run(r, evs, 256, &c));
+		EXPECT_LT(n, s.nexp);
+		EXPECT_GT(n, s.nexp - 100);
+		pt_reader_close(r);
+	}
+	synth_free(&s);
+}
+
+/* Go traces: a run is one P's buffer. */
+TEST(go_runs)
+{
+	static const uint64_t w[] = {
+		2 << 3 | 4, (1ULL << 30) >> 7 << 3,
+		(0x6000000ULL << 13) | 3 << 3 | 1, (0x6000001ULL << 13) | 1 << 3 | 2,
+		~0ULL << 3 | 4, (1ULL << 31) >> 7 << 3,
+		(0x6000002ULL << 13) | 4 << 3 | 3,
+	};
+	unsigned char buf[sizeof(w)];
+	struct pt_cevent evs[8];
+	const struct pt_chunk *c;
+	struct pt_reader *r;
+
+	for (size_t i = 0; i < ARRAY_SIZE(w); i++) {
+		uint64_t le = htole64(w[i]);
+
+		memcpy(buf + 8 * i, &le, 8);
+	}
+	ASSERT_EQ(0, pt_reader_open_mem(&r, buf, sizeof(buf), PT_READER_GO));
+	ASSERT_EQ(2, pt_reader_next_run(r, evs, 8, &c));
+	EXPECT_EQ(2, c->cpu);
+	EXPECT_EQ(0x6000000, evs[0].pfn);
+	EXPECT_EQ(3, pt_cevent_npages(&evs[0]));
+	EXPECT_EQ(PT_EV_FREE, pt_cevent_type(&evs[1]));
+	ASSERT_EQ(1, pt_reader_next_run(r, evs, 8, &c));
+	EXPECT_EQ(PT_CPU_NONE, c->cpu);
+	EXPECT_EQ(1ULL << 31, evs[0].time_ns);
+	EXPECT_EQ(4, pt_cevent_npages(&evs[0]));
+	EXPECT_EQ(0, pt_reader_next_run(r, evs, 8, &c));
+	pt_reader_close(r);
+}
+
 TEST_HARNESS_MAIN
