@@ -13,6 +13,7 @@ static const struct {
 } cmds[] = {
 	{ "dump",  cmd_dump,  "dump [-v] FILE      one line per event" },
 	{ "stats", cmd_stats, "stats [--json] FILE counts by type, order and CPU" },
+	{ "record", cmd_record, "record [-o FILE] [-d SECS] [--flight-recorder] [-- CMD]  record /dev/pagetrace (root)" },
 	{ "convert", cmd_convert, "convert --to csv|perfetto FILE   CSV or Chrome JSON trace events" },
 	{ "report", cmd_report, "report FILE -o report.html    one HTML page with figures" },
 };

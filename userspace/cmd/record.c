@@ -1,0 +1,892 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pagetrace record: the fast reader of /dev/pagetrace.
+ *
+ * The session is mapped (see the drawing in uapi/linux/pagetrace.h); each
+ * closed chunk is written to the output straight from the mapping with
+ * writev() - one copy, into the page cache, the fewest buffered I/O allows -
+ * and then handed back with one PAGETRACE_IOC_CONSUME for every CPU.  No
+ * vmsplice(): a pipe would keep referring to buffers the writer reuses.
+ *
+ * Stream mode: sleep in ppoll() until a chunk closes (the kernel batches
+ * wakeups; the flush timer closes idle buffers), drain, repeat.  At the stop
+ * (SIGINT/SIGTERM, -d, or COMMAND's exit) PAGETRACE_IOC_STOP detaches the
+ * probes and closes every buffer, and the rest is drained: the file holds
+ * every event up to that instant.
+ *
+ * Flight recorder mode: the kernel overwrites the oldest buffers; nothing
+ * is written until SIGUSR1 (a snapshot: FREEZE, dump the newest chunks of
+ * every CPU, THAW) or the stop (STOP, dump).  The file's header has
+ * PAGETRACE_FLAG_OVERWRITE, and seq gaps mark what was overwritten.
+ *
+ * The file is only ever extended by whole chunks; if a write fails (ENOSPC)
+ * it is truncated back to the last complete one, so it stays a valid trace.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include "cmd.h"
+
+#define DEV		"/dev/pagetrace"
+#define PARAMS		"/sys/module/pagetrace/parameters/"
+#define STATUS_MS	500
+#define MAX_NR_BUFS	4096		/* module/main.c: nr_bufs range */
+#define MAX_BUF_SIZE	(16U << 20)	/* module/main.c: buf_size range */
+
+struct rec {
+	/* options */
+	const char	*path;
+	double		duration;	/* seconds, 0: none */
+	uint64_t	buffer_size;	/* per CPU, 0: the module's */
+	bool		flight;
+	bool		quiet;
+	bool		json;
+	char		**cmd;
+
+	/* the session */
+	int		dev;
+	void		*map;
+	size_t		map_size;
+	const struct pagetrace_meta *meta;
+	uint64_t	*pos;		/* CONSUME argument, one per CPU */
+
+	/* the output */
+	int		out;
+	uint64_t	file_off;	/* end of the last complete chunk */
+	uint64_t	chunks;		/* chunks written */
+	struct iovec	*iov;
+	size_t		*iov_chunk;	/* chunk length behind each iov */
+	int		iov_max;
+	int		write_err;	/* errno of a failed write, sticky */
+
+	/* progress */
+	bool		status_line;
+	unsigned int	snapshots;
+	const char	*stopped_by;
+	pid_t		child;
+	int		child_status;	/* as from waitpid(), -1 if none */
+	struct timespec	start;
+};
+
+static volatile sig_atomic_t got_stop, got_usr1, got_chld;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		got_usr1 = 1;
+	else if (sig == SIGCHLD)
+		got_chld = 1;
+	else
+		got_stop = sig;
+}
+
+static void record_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pagetrace record [-o FILE] [-d SECONDS] [--buffer-size SIZE]\n"
+		"                        [--flight-recorder] [-q] [--json] [-- COMMAND [ARGS]]\n\n"
+		"Record page allocations and frees from /dev/pagetrace (root) into FILE\n"
+		"(default trace.bin, - for stdout) until Ctrl-C, SECONDS, or COMMAND exits.\n\n"
+		"  -o, --output FILE      where to write the v1 stream\n"
+		"  -d, --duration SECS    stop after this long (fractions allowed)\n"
+		"  -b, --buffer-size SIZE ring size per CPU (K, M, G suffixes), instead of\n"
+		"                         the module's buf_size x nr_bufs\n"
+		"  -f, --flight-recorder  keep only the newest SIZE per CPU; SIGUSR1 dumps a\n"
+		"                         snapshot, the stop dumps the last one\n"
+		"  -q, --quiet            no status line, no summary (warnings still)\n"
+		"      --json             the summary as one JSON object on stdout\n");
+}
+
+static double elapsed(const struct rec *r)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - r->start.tv_sec) +
+	       (now.tv_nsec - r->start.tv_nsec) / 1e9;
+}
+
+/* "64M" -> 67108864; 0 on error. */
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; break;
+	case 'm': case 'M': v <<= 20; break;
+	case 'g': case 'G': v <<= 30; break;
+	default: return *end ? 0 : v;
+	}
+	end++;
+	if (*end == 'i')	/* 4MiB, 4Mi */
+		end++;
+	if (*end == 'B')	/* 4MB, 4MiB */
+		end++;
+	return *end ? 0 : v;
+}
+
+static long read_param(const char *name)
+{
+	char path[128], s[32] = "";
+	int fd;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (read(fd, s, sizeof(s) - 1) <= 0)
+		s[0] = 0;
+	close(fd);
+	return strtol(s, NULL, 0);
+}
+
+static int write_param(const char *name, long val)
+{
+	char path[128], s[32];
+	int fd, n, ret = 0;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(s, sizeof(s), "%ld", val);
+	if (write(fd, s, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Say loudly why the device cannot be used. */
+static void device_error(int err)
+{
+	switch (err) {
+	case ENOENT:
+	case ENODEV:
+	case ENXIO:
+		fprintf(stderr, "pagetrace: " DEV ": %s: the pagetrace module is not loaded "
+			"(insmod pagetrace.ko, or modprobe pagetrace)\n", strerror(err));
+		break;
+	case EACCES:
+	case EPERM:
+		fprintf(stderr, "pagetrace: " DEV ": %s: recording needs root "
+			"(CAP_SYS_ADMIN)\n", strerror(err));
+		break;
+	case EBUSY:
+		fprintf(stderr, "pagetrace: " DEV ": %s: another recorder is running "
+			"(one session at a time)\n", strerror(err));
+		break;
+	default:
+		fprintf(stderr, "pagetrace: " DEV ": %s\n", strerror(err));
+	}
+}
+
+/*
+ * Open the device.  With --buffer-size the module's parameters are set for
+ * this one session (they are read when a session starts) and put back
+ * right after, so other sessions keep the administrator's settings.
+ */
+static int open_device(struct rec *r)
+{
+	long old_size = -1, old_nr = -1;
+	int ret = 0, err;
+
+	if (r->buffer_size) {
+		uint64_t page = sysconf(_SC_PAGESIZE);
+		uint64_t chunk, nr;
+
+		old_size = read_param("buf_size");
+		old_nr = read_param("nr_bufs");
+		if (old_size < 0 || old_nr < 0) {
+			device_error(access(DEV, F_OK) ? errno : ENODEV);
+			return -1;
+		}
+		chunk = old_size;
+		if (r->buffer_size < 2 * chunk)
+			chunk = (r->buffer_size / 2) / page * page;
+		if (chunk < page)
+			chunk = page;
+		nr = r->buffer_size / chunk;
+		while (nr > MAX_NR_BUFS && chunk < MAX_BUF_SIZE) {
+			chunk *= 2;
+			nr = r->buffer_size / chunk;
+		}
+		if (nr < 2 || nr > MAX_NR_BUFS) {
+			fprintf(stderr, "pagetrace: --buffer-size %" PRIu64 " is out of range "
+				"(%" PRIu64 " .. %u MiB per CPU)\n", r->buffer_size,
+				2 * page, (MAX_NR_BUFS * (MAX_BUF_SIZE >> 20)));
+			return -2;
+		}
+		ret = write_param("buf_size", chunk);
+		if (!ret)
+			ret = write_param("nr_bufs", nr);
+		if (ret) {
+			fprintf(stderr, "pagetrace: cannot set the buffer size (" PARAMS
+				"): %s%s\n", strerror(-ret),
+				ret == -EACCES || ret == -EPERM ? ": recording needs root" : "");
+			write_param("buf_size", old_size);
+			return -1;
+		}
+	}
+	r->dev = open(DEV, O_RDONLY | O_CLOEXEC);
+	err = errno;
+	if (old_size >= 0) {
+		write_param("buf_size", old_size);
+		write_param("nr_bufs", old_nr);
+	}
+	if (r->dev < 0) {
+		device_error(err);
+		return -1;
+	}
+	return 0;
+}
+
+static int map_session(struct rec *r)
+{
+	struct pagetrace_mmap_info mi;
+	struct pagetrace_consume claim = { 0 };
+
+	if (r->flight) {
+		struct pagetrace_mode m = { .mode = PAGETRACE_MODE_FLIGHT };
+
+		if (ioctl(r->dev, PAGETRACE_IOC_SET_MODE, &m)) {
+			fprintf(stderr, "pagetrace: cannot switch to flight recorder mode: %s "
+				"(is the module older than this tool?)\n", strerror(errno));
+			return -1;
+		}
+	}
+	if (ioctl(r->dev, PAGETRACE_IOC_MMAP_INFO, &mi)) {
+		fprintf(stderr, "pagetrace: " DEV ": no mmap support: %s "
+			"(is the module older than this tool?)\n", strerror(errno));
+		return -1;
+	}
+	r->map = mmap(NULL, mi.mmap_size, PROT_READ, MAP_SHARED, r->dev, 0);
+	if (r->map == MAP_FAILED) {
+		r->map = NULL;
+		fprintf(stderr, "pagetrace: cannot map " DEV " (%" PRIu64 " bytes): %s\n",
+			(uint64_t)mi.mmap_size, strerror(errno));
+		return -1;
+	}
+	r->map_size = mi.mmap_size;
+	r->meta = r->map;
+	if (r->meta->magic != PAGETRACE_META_MAGIC ||
+	    r->meta->cpu_stride < sizeof(struct pagetrace_meta_cpu)) {
+		fprintf(stderr, "pagetrace: " DEV ": unknown meta area layout\n");
+		return -1;
+	}
+	r->pos = calloc(r->meta->nr_cpus, sizeof(*r->pos));
+	r->iov_max = IOV_MAX;
+	r->iov = calloc(r->iov_max, sizeof(*r->iov));
+	r->iov_chunk = calloc(r->iov_max, sizeof(*r->iov_chunk));
+	if (!r->pos || !r->iov || !r->iov_chunk) {
+		fprintf(stderr, "pagetrace: out of memory\n");
+		return -1;
+	}
+	/* Claim the session for the mapping (read() is refused from now on). */
+	if (ioctl(r->dev, PAGETRACE_IOC_CONSUME, &claim)) {
+		fprintf(stderr, "pagetrace: " DEV ": %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static const struct pagetrace_meta_cpu *meta_cpu(const struct rec *r,
+						 unsigned int cpu)
+{
+	return (const void *)((const char *)r->map + r->meta->cpu_offset +
+			      (size_t)cpu * r->meta->cpu_stride);
+}
+
+static const struct pagetrace_chunk *chunk_at(const struct rec *r,
+					      unsigned int cpu, uint64_t pos)
+{
+	return (const void *)((const char *)r->map + r->meta->data_offset +
+			      cpu * r->meta->ring_size +
+			      (pos % r->meta->nr_bufs) * r->meta->chunk_size);
+}
+
+/*
+ * A write failed after @r->file_off bytes of complete chunks: cut the file
+ * back there, so that it ends at a chunk boundary, and say so.
+ */
+static void write_failed(struct rec *r, int err)
+{
+	bool cut = ftruncate(r->out, r->file_off) == 0;
+
+	r->write_err = err;
+	if (r->status_line)
+		fputc('\n', stderr);
+	fprintf(stderr, "pagetrace: %s: %s%s: recording stopped; the file %s a valid "
+		"trace up to its last complete chunk (%" PRIu64 " bytes)\n",
+		r->path, strerror(err), err == ENOSPC ? " (disk full)" : "",
+		cut ? "is" : "may not be (truncating it failed), else is", r->file_off);
+}
+
+/*
+ * Write the iovecs gathered so far; whole chunks only count.  Returns 0,
+ * or -1 after write_failed().
+ */
+static int flush_iov(struct rec *r, int n)
+{
+	int i = 0;
+
+	while (i < n) {
+		ssize_t w = writev(r->out, r->iov + i, n - i);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			write_failed(r, errno);
+			return -1;
+		}
+		if (w == 0) {
+			write_failed(r, EIO);
+			return -1;
+		}
+		/* Account whole chunks; resume a partly written one. */
+		while (i < n && (size_t)w >= r->iov[i].iov_len) {
+			w -= r->iov[i].iov_len;
+			r->iov[i].iov_base = (char *)r->iov[i].iov_base + r->iov[i].iov_len;
+			r->iov[i].iov_len = 0;
+			r->file_off += r->iov_chunk[i];
+			r->chunks++;
+			i++;
+		}
+		if (i < n) {
+			r->iov[i].iov_base = (char *)r->iov[i].iov_base + w;
+			r->iov[i].iov_len -= w;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The recorder's step: write every CPU's closed chunks [consumed, produced)
+ * from the mapping, then give them all back with one CONSUME.  Returns the
+ * chunks written, or -1 on a write or CONSUME error.
+ */
+static long drain(struct rec *r)
+{
+	unsigned int nr = r->meta->nr_cpus;
+	long total = 0;
+	int n = 0;
+
+	if (r->write_err)
+		return -1;
+	for (unsigned int cpu = 0; cpu < nr; cpu++) {
+		const struct pagetrace_meta_cpu *mc = meta_cpu(r, cpu);
+		/* Acquire: the chunks below produced are complete (uapi header). */
+		uint64_t end = __atomic_load_n(&mc->produced, __ATOMIC_ACQUIRE);
+		uint64_t p = mc->consumed;
+
+		for (; p < end; p++) {
+			const struct pagetrace_chunk *ch = chunk_at(r, cpu, p);
+			size_t len = sizeof(*ch) + (size_t)ch->nr_words * 8;
+
+			if (len > r->meta->chunk_size) {
+				fprintf(stderr, "pagetrace: cpu %u chunk %" PRIu64 " is "
+					"corrupt (%zu bytes)\n", cpu, p, len);
+				r->write_err = EBADMSG;
+				return -1;
+			}
+			r->iov[n].iov_base = (void *)ch;
+			r->iov[n].iov_len = len;
+			r->iov_chunk[n] = len;
+			if (++n == r->iov_max) {
+				if (flush_iov(r, n))
+					return -1;
+				n = 0;
+			}
+			total++;
+		}
+		r->pos[cpu] = end;
+	}
+	if (n && flush_iov(r, n))
+		return -1;
+	/*
+	 * Nothing moved: no syscall.  (After STOP, the CONSUME that empties
+	 * the rings is the one that lets the kernel report late losses.)
+	 */
+	if (!total)
+		return 0;
+	/* write() has returned: the bytes are out of the mapping. */
+	struct pagetrace_consume c = { .pos = (uintptr_t)r->pos, .nr_cpus = nr };
+
+	if (ioctl(r->dev, PAGETRACE_IOC_CONSUME, &c)) {
+		fprintf(stderr, "pagetrace: giving buffers back failed: %s\n",
+			strerror(errno));
+		r->write_err = errno;
+		return -1;
+	}
+	return total;
+}
+
+/* After STOP: drain until a pass finds nothing (late losses add a chunk). */
+static int drain_to_end(struct rec *r)
+{
+	long n;
+
+	do {
+		n = drain(r);
+	} while (n > 0);
+	return n < 0 ? -1 : 0;
+}
+
+/* A byte count for people: "512 KiB", "1.5 MiB". */
+static const char *human(uint64_t n, char *buf, size_t len)
+{
+	if (n < (1ULL << 20))
+		snprintf(buf, len, "%.0f KiB", n / 1024.0);
+	else if (n < (1ULL << 30))
+		snprintf(buf, len, "%.1f MiB", n / 1048576.0);
+	else
+		snprintf(buf, len, "%.2f GiB", n / 1073741824.0);
+	return buf;
+}
+
+/* Flight recorder: dump the newest chunks of every CPU now. */
+static int snapshot(struct rec *r)
+{
+	uint64_t before = r->file_off;
+	int ret;
+
+	if (ioctl(r->dev, PAGETRACE_IOC_FREEZE)) {
+		fprintf(stderr, "pagetrace: snapshot failed: %s\n", strerror(errno));
+		return -1;
+	}
+	ret = drain(r) < 0 ? -1 : 0;
+	if (ioctl(r->dev, PAGETRACE_IOC_THAW) && !ret) {
+		fprintf(stderr, "pagetrace: resuming after the snapshot failed: %s\n",
+			strerror(errno));
+		ret = -1;
+	}
+	if (!ret) {
+		r->snapshots++;
+		if (!r->quiet && !r->json) {
+			if (r->status_line)
+				fputc('\n', stderr);
+			char hb[32];
+
+			fprintf(stderr, "pagetrace: snapshot %u: %s written to %s\n",
+				r->snapshots, human(r->file_off - before, hb, sizeof(hb)),
+				r->path);
+		}
+	}
+	return ret;
+}
+
+struct totals {
+	uint64_t	events;
+	uint64_t	lost;
+	uint64_t	overwritten;
+};
+
+static void meta_totals(const struct rec *r, struct totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (unsigned int cpu = 0; cpu < r->meta->nr_cpus; cpu++) {
+		const struct pagetrace_meta_cpu *mc = meta_cpu(r, cpu);
+
+		t->events += mc->events;
+		t->lost += mc->lost;
+		t->overwritten += mc->overwritten;
+	}
+}
+
+/* The kernel's own counts, losses not yet in a chunk included. */
+static void kernel_totals(const struct rec *r, struct totals *t)
+{
+	unsigned int nr = r->meta->nr_cpus;
+	struct pagetrace_cpu_stats *cs = calloc(nr, sizeof(*cs));
+	struct pagetrace_stats st = { .cpus = (uintptr_t)cs, .nr_cpus = nr };
+
+	meta_totals(r, t);
+	if (!cs || ioctl(r->dev, PAGETRACE_IOC_STATS, &st)) {
+		free(cs);
+		return;
+	}
+	t->events = t->lost = 0;
+	for (unsigned int cpu = 0; cpu < nr; cpu++) {
+		t->events += cs[cpu].events;
+		t->lost += cs[cpu].lost;
+	}
+	free(cs);
+}
+
+static void status(struct rec *r, double *last_t, uint64_t *last_events)
+{
+	struct totals t;
+	double now = elapsed(r), rate;
+
+	meta_totals(r, &t);
+	rate = now > *last_t ? (t.events - *last_events) / (now - *last_t) : 0;
+	*last_t = now;
+	*last_events = t.events;
+	if (r->flight)
+		fprintf(stderr, "\rpagetrace: %7.1f s  %10.0f events/s  %" PRIu64
+			" chunks overwritten  %u snapshots  lost %" PRIu64 "   ",
+			now, rate, t.overwritten, r->snapshots, t.lost);
+	else
+		fprintf(stderr, "\rpagetrace: %7.1f s  %10.0f events/s  %8.1f MiB  lost %"
+			PRIu64 "   ", now, rate, r->file_off / 1048576.0, t.lost);
+}
+
+static void reap_child(struct rec *r, bool wait)
+{
+	int st;
+
+	if (r->child <= 0)
+		return;
+	if (waitpid(r->child, &st, wait ? 0 : WNOHANG) == r->child) {
+		r->child_status = st;
+		r->child = 0;
+	}
+}
+
+static pid_t start_command(char **argv, const sigset_t *orig)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, orig, NULL);
+		execvp(argv[0], argv);
+		fprintf(stderr, "pagetrace: %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (pid < 0)
+		fprintf(stderr, "pagetrace: fork: %s\n", strerror(errno));
+	return pid;
+}
+
+/* @s as a JSON string, quotes included. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void summary(struct rec *r, double secs)
+{
+	struct rusage ru;
+	struct totals t;
+	double user, sys, mib = r->file_off / 1048576.0;
+	uint64_t ring = r->meta->ring_size;
+	char hb[32];
+
+	kernel_totals(r, &t);
+	getrusage(RUSAGE_SELF, &ru);
+	user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	if (secs <= 0)
+		secs = 1e-9;
+
+	if (r->json) {
+		printf("{\"output\": ");
+		json_str(r->path);
+		printf(", \"mode\": \"%s\", \"stopped_by\": \"%s\", "
+		       "\"duration_s\": %.3f, \"events\": %" PRIu64 ", \"lost\": %" PRIu64
+		       ", \"overwritten_chunks\": %" PRIu64 ", \"snapshots\": %u, "
+		       "\"chunks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", "
+		       "\"events_per_s\": %.0f, \"mib_per_s\": %.3f, "
+		       "\"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f, "
+		       "\"buffer_size_per_cpu\": %" PRIu64 ", \"nr_cpus\": %u, "
+		       "\"command_status\": %d, \"error\": ",
+		       r->flight ? "flight" : "stream", r->stopped_by, secs,
+		       t.events, t.lost, t.overwritten, r->snapshots, r->chunks,
+		       r->file_off, t.events / secs, mib / secs, user, sys, ring,
+		       r->meta->nr_cpus,
+		       r->child_status < 0 ? -1 :
+		       WIFEXITED(r->child_status) ? WEXITSTATUS(r->child_status) :
+		       128 + WTERMSIG(r->child_status));
+		if (r->write_err)
+			printf("\"%s\"}\n", strerror(r->write_err));
+		else
+			printf("null}\n");
+	} else if (!r->quiet) {
+		fprintf(stderr, "pagetrace: %" PRIu64 " events in %.1f s (%.0f/s), %.1f MiB "
+			"in %" PRIu64 " chunks to %s (%.1f MiB/s); recorder CPU %.2f s user, "
+			"%.2f s sys\n", t.events, secs, t.events / secs, mib, r->chunks,
+			r->path, mib / secs, user, sys);
+		if (r->flight)
+			fprintf(stderr, "pagetrace: flight recorder: %u snapshot(s) plus the "
+				"final dump, each the newest %s per CPU; %" PRIu64
+				" chunks were overwritten before a dump\n", r->snapshots,
+				human(ring, hb, sizeof(hb)), t.overwritten);
+	}
+	if (t.lost)
+		fprintf(stderr, "pagetrace: WARNING: %" PRIu64 " events lost (%.3f%%)%s; "
+			"use a larger --buffer-size (now %s per CPU)%s\n", t.lost,
+			100.0 * t.lost / (t.events + t.lost),
+			r->flight ? " while snapshots were taken" :
+				    ": the recorder did not keep up",
+			human(ring, hb, sizeof(hb)),
+			r->flight ? "" : ", a faster disk, or a lower event rate");
+}
+
+static int parse_args(struct rec *r, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "buffer-size", required_argument, NULL, 'b' },
+		{ "flight-recorder", no_argument, NULL, 'f' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int c;
+
+	/* '+': stop at the first non-option, COMMAND's own options are its. */
+	while ((c = getopt_long(argc, argv, "+o:d:b:fqh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			r->path = optarg;
+			break;
+		case 'd':
+			r->duration = strtod(optarg, &end);
+			if (*end || r->duration <= 0) {
+				fprintf(stderr, "pagetrace: -d %s: not a positive number of "
+					"seconds\n", optarg);
+				return -1;
+			}
+			break;
+		case 'b':
+			r->buffer_size = parse_size(optarg);
+			if (!r->buffer_size) {
+				fprintf(stderr, "pagetrace: --buffer-size %s: not a size "
+					"(e.g. 4M)\n", optarg);
+				return -1;
+			}
+			break;
+		case 'f':
+			r->flight = true;
+			break;
+		case 'q':
+			r->quiet = true;
+			break;
+		case 'j':
+			r->json = true;
+			break;
+		case 'h':
+			record_usage(stdout);
+			exit(0);
+		default:
+			record_usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc)
+		r->cmd = argv + optind;
+	return 0;
+}
+
+static int open_output(struct rec *r)
+{
+	if (!strcmp(r->path, "-")) {
+		if (isatty(STDOUT_FILENO)) {
+			fprintf(stderr, "pagetrace: not writing a binary trace to a "
+				"terminal; use -o FILE or a pipe\n");
+			return -1;
+		}
+		if (r->json) {
+			fprintf(stderr, "pagetrace: --json prints to stdout: it cannot "
+				"go with -o -\n");
+			return -1;
+		}
+		r->out = STDOUT_FILENO;
+		return 0;
+	}
+	r->out = open(r->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (r->out < 0) {
+		fprintf(stderr, "pagetrace: %s: cannot write: %s\n", r->path,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int write_header(struct rec *r)
+{
+	const char *h = (const char *)r->map + r->meta->header_offset;
+	size_t left = r->meta->header_size;
+
+	while (left) {
+		ssize_t w = write(r->out, h, left);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			write_failed(r, w < 0 ? errno : EIO);
+			return -1;
+		}
+		h += w;
+		left -= w;
+	}
+	r->file_off = r->meta->header_size;
+	return 0;
+}
+
+/* Sleep until a chunk is ready (stream mode), a signal, or @ms. */
+static void wait_for_work(struct rec *r, int ms, const sigset_t *waitmask)
+{
+	struct pollfd pfd = { .fd = r->dev, .events = r->flight ? 0 : POLLIN };
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	ppoll(&pfd, 1, &ts, waitmask);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct rec r = {
+		.path = "trace.bin", .dev = -1, .out = -1, .child = -1,
+		.child_status = -1, .stopped_by = "signal",
+	};
+	sigset_t block, orig, waitmask;
+	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t last_events = 0;
+	double last_t = 0, stop_at;
+	int ret = EXIT_TRACE;
+
+	if (parse_args(&r, argc, argv))
+		return EXIT_USAGE;
+	r.status_line = isatty(STDERR_FILENO) && !r.quiet && !r.json;
+
+	/* Signals are only taken inside ppoll(): no EINTR anywhere else. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGUSR1);
+	sigaddset(&block, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &block, &orig);
+	waitmask = orig;
+	sigdelset(&waitmask, SIGINT);
+	sigdelset(&waitmask, SIGTERM);
+	sigdelset(&waitmask, SIGHUP);
+	sigdelset(&waitmask, SIGUSR1);
+	sigdelset(&waitmask, SIGCHLD);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+
+	if (open_device(&r))
+		goto out;
+	if (map_session(&r) || open_output(&r) || write_header(&r))
+		goto out;
+
+	clock_gettime(CLOCK_MONOTONIC, &r.start);
+	if (r.cmd) {
+		r.child = start_command(r.cmd, &orig);
+		if (r.child < 0)
+			goto stop;
+	}
+	if (!r.quiet && !r.json)
+		fprintf(stderr, "pagetrace: recording to %s%s (%s)\n", r.path,
+			r.flight ? " as a flight recorder, SIGUSR1 dumps a snapshot" : "",
+			r.cmd ? "until the command exits or Ctrl-C" :
+			r.duration ? "for the duration, or Ctrl-C" : "Ctrl-C to stop");
+	stop_at = r.duration ? r.duration : -1;
+
+	for (;;) {
+		double now = elapsed(&r);
+		int ms = STATUS_MS;
+
+		if (got_stop)
+			break;
+		if (got_chld) {
+			got_chld = 0;
+			reap_child(&r, false);
+			if (r.child == 0) {
+				r.stopped_by = "command";
+				break;
+			}
+		}
+		if (stop_at > 0 && now >= stop_at) {
+			r.stopped_by = "duration";
+			break;
+		}
+		if (got_usr1 && r.flight) {
+			got_usr1 = 0;
+			if (snapshot(&r))
+				goto stop;
+		}
+		if (!r.flight && drain(&r) < 0)
+			goto stop;
+		if (r.status_line)
+			status(&r, &last_t, &last_events);
+		if (stop_at > 0 && (stop_at - now) * 1000 < ms)
+			ms = (stop_at - now) * 1000 + 1;
+		wait_for_work(&r, ms, &waitmask);
+	}
+
+stop:
+	/* Every event up to now is in a closed chunk once STOP returns. */
+	if (ioctl(r.dev, PAGETRACE_IOC_STOP))
+		fprintf(stderr, "pagetrace: stopping the session failed: %s\n",
+			strerror(errno));
+	if (!r.write_err && !drain_to_end(&r))
+		ret = 0;
+	if (r.status_line) {
+		status(&r, &last_t, &last_events);
+		fputc('\n', stderr);
+	}
+	if (r.out >= 0 && r.out != STDOUT_FILENO && fsync(r.out) && errno != EINVAL) {
+		fprintf(stderr, "pagetrace: %s: %s\n", r.path, strerror(errno));
+		ret = EXIT_TRACE;
+	}
+	if (r.child > 0) {
+		/* Stopped before the command ended: end it like timeout(1) does. */
+		kill(r.child, SIGTERM);
+		reap_child(&r, true);
+	}
+	summary(&r, elapsed(&r));
+out:
+	if (r.out >= 0 && r.out != STDOUT_FILENO && close(r.out) && !ret) {
+		fprintf(stderr, "pagetrace: %s: %s\n", r.path, strerror(errno));
+		ret = EXIT_TRACE;
+	}
+	if (r.map)
+		munmap(r.map, r.map_size);
+	if (r.dev >= 0)
+		close(r.dev);
+	free(r.pos);
+	free(r.iov);
+	free(r.iov_chunk);
+	return ret;
+}
