@@ -52,6 +52,9 @@ struct pt_analysis_priv {
 	bool		released_any;
 	bool		all_cpus_known;	/* v1: the header lists every CPU */
 	int		err;		/* from a hook */
+	/* The rate bin last used, [bin_lo, bin_hi); empty at first. */
+	unsigned int	bin_idx;
+	uint64_t	bin_lo, bin_hi;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -132,6 +135,12 @@ unsigned int pt_analysis_zone(const struct pt_analysis *a, uint64_t pfn)
 {
 	unsigned int lo = 0, hi = a->nr_zones;
 
+	/* Few zones (the usual): count those starting at or before, no branches. */
+	if (hi <= 16) {
+		for (unsigned int i = 0; i < hi; i++)
+			lo += a->zones[i].start_pfn <= pfn;
+		hi = lo;
+	}
 	/* The last zone starting at or before pfn. */
 	while (lo < hi) {
 		unsigned int mid = lo + (hi - lo) / 2;
@@ -579,9 +588,21 @@ static int release(struct pt_analysis *a, bool drain)
 static void rate_add(struct pt_analysis *a, uint64_t t, unsigned int type,
 		     uint64_t npages, uint64_t lost)
 {
-	uint64_t idx = t < a->origin_ns ? 0 : (t - a->origin_ns) / a->bin_ns;
+	struct pt_analysis_priv *m = a->priv;
+	uint64_t idx;
 	struct pt_rate_bin *b;
 
+	/* Events come in runs of one CPU in time order: mostly the same bin. */
+	if (likely(t >= m->bin_lo && t < m->bin_hi)) {
+		b = &a->bins[m->bin_idx];
+		if (type) {
+			b->events[type]++;
+			b->pages[type] += npages;
+		}
+		b->lost += lost;
+		return;
+	}
+	idx = t < a->origin_ns ? 0 : (t - a->origin_ns) / a->bin_ns;
 	while (idx >= PT_RATE_BINS) {
 		for (unsigned int i = 0; i < PT_RATE_BINS / 2; i++) {
 			struct pt_rate_bin x = a->bins[2 * i];
@@ -597,11 +618,17 @@ static void rate_add(struct pt_analysis *a, uint64_t t, unsigned int type,
 		       PT_RATE_BINS / 2 * sizeof(*a->bins));
 		a->nr_bins = (a->nr_bins + 1) / 2;
 		a->bin_ns *= 2;
+		m->bin_lo = m->bin_hi = 0;
 		idx = (t - a->origin_ns) / a->bin_ns;
 	}
 	if (idx >= a->nr_bins)
 		a->nr_bins = (unsigned int)idx + 1;
 	b = &a->bins[idx];
+	if (t >= a->origin_ns) {
+		m->bin_idx = (unsigned int)idx;
+		m->bin_lo = a->origin_ns + idx * a->bin_ns;
+		m->bin_hi = m->bin_lo + a->bin_ns;
+	}
 	if (type) {
 		b->events[type]++;
 		b->pages[type] += npages;
@@ -720,6 +747,35 @@ static int init(struct pt_reader *r, struct pt_analysis *a,
 	return 0;
 }
 
+/* PT_ANALYSIS_UNORDERED: compact runs straight into the counts. */
+static int collect_unordered(struct pt_reader *r, struct pt_analysis *a)
+{
+	struct pt_cevent evs[256];
+	const struct pt_chunk *c;
+	int ret;
+
+	while ((ret = pt_reader_next_run(r, evs, 256, &c)) > 0) {
+		bool snap = c->flags & PAGETRACE_CHUNK_SNAPSHOT;
+
+		pt_stats_add_run(&a->stats, evs, ret, c->cpu);
+		for (int i = 0; i < ret; i++) {
+			unsigned int t = pt_cevent_type(&evs[i]);
+			uint64_t np = pt_cevent_npages(&evs[i]);
+			struct pt_zone_stats *z = zone_stats(a, pt_analysis_zone(a, evs[i].pfn));
+
+			z->events[t]++;
+			z->pages[t] += np;
+			if (!snap) {
+				rate_add(a, evs[i].time_ns, t, np, 0);
+			} else if (t == PT_EV_ALLOC) {
+				a->snapshot_events++;
+				a->snapshot_pages += np;
+			}
+		}
+	}
+	return ret;
+}
+
 int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
 			const struct pt_analysis_params *p)
 {
@@ -730,6 +786,10 @@ int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
 	if (ret)
 		return ret;
 	pt_reader_set_chunk_cb(r, on_chunk, a);
+	if (a->priv->p.flags & PT_ANALYSIS_UNORDERED) {
+		ret = collect_unordered(r, a);
+		goto out;
+	}
 	while ((ret = pt_reader_next_batch(r, evs, 256)) > 0) {
 		int n = ret;
 
@@ -744,11 +804,12 @@ int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
 		if (ret)
 			break;
 	}
-	pt_reader_set_chunk_cb(r, NULL, NULL);
 	/* Whatever came before a reader error still counts; a hook's stops all. */
 	ret2 = a->priv->err ? 0 : release(a, true);
 	if (!ret)
 		ret = ret2;
+out:
+	pt_reader_set_chunk_cb(r, NULL, NULL);
 	if (a->stats.nr_cpus > pt_reader_header(r)->nr_cpus)
 		a->stats.nr_cpus = pt_reader_header(r)->nr_cpus;
 	a->stats.tasks = pt_reader_counters(r)->tasks;

@@ -89,6 +89,9 @@ void pt_escape(char *dst, const unsigned char *src, size_t n);
 ssize_t pt_fill(struct pt_reader *r, size_t need);
 int pt_read_header(struct pt_reader *r);
 int pt_go_open(struct pt_reader *r);
+/* pt_stats_add_event() for a run of one chunk's events. */
+void pt_stats_add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
+		      uint32_t cpu);
 int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max);
 int pt_go_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max);
 

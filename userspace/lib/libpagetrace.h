@@ -398,6 +398,7 @@ struct pt_analysis;
  *	    (it may be part of the event's range, or a replaced block); @order
  *	    is the allocation's
  * @arg: passed to both
+ * @flags: PT_ANALYSIS_*
  */
 struct pt_analysis_params {
 	uint64_t	hold_ns;
@@ -407,7 +408,16 @@ struct pt_analysis_params {
 	void		(*change)(uint64_t time_ns, uint64_t pfn, uint64_t npages,
 				  int sign, unsigned int order, void *arg);
 	void		*arg;
+	unsigned int	flags;
 };
+
+/*
+ * pt_analysis_params.flags: only what needs no time order (counts by type,
+ * order, CPU and zone, the rate time line, lost sites, snapshot counts):
+ * no lifetimes, pages in use, peaks or unmatched frees, no hooks.  About
+ * 20 times faster: no queues, no block map.
+ */
+#define PT_ANALYSIS_UNORDERED	(1U << 0)
 
 /**
  * struct pt_analysis - everything pt_analysis_collect() measures

@@ -106,45 +106,48 @@ static int chunk_cb(const struct pt_chunk *c, void *arg)
 	return 0;
 }
 
+void pt_stats_add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
+		      uint32_t cpu)
+{
+	struct pt_cpu_stats *cs = cpu_stats(s, cpu);
+	uint64_t first = s->first_ns, last = s->last_ns;
+
+	/* Runs share a chunk: the per-CPU count is one add per run. */
+	if (cs)
+		cs->events += n;
+	s->events += n;
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t np = pt_cevent_npages(&evs[i]);
+		unsigned int t = pt_cevent_type(&evs[i]);
+		uint64_t tm = evs[i].time_ns;
+
+		s->by_type[t]++;
+		s->pages_by_type[t] += np;
+		if (likely(!(np & (np - 1))))
+			s->by_order[__builtin_ctzll(np)]++;
+		else
+			s->other_order++;
+		first = tm < first ? tm : first;
+		last = tm > last ? tm : last;
+	}
+	s->first_ns = first;
+	s->last_ns = last;
+}
+
 int pt_stats_collect(struct pt_reader *r, struct pt_stats *s)
 {
 	/* Big enough to amortise the call, small enough to stay in L1/L2. */
 	struct pt_cevent evs[256];
 	const struct pt_chunk *c;
-	uint64_t first, last;
 	int ret;
 
 	ret = pt_stats_init(s, pt_reader_header(r)->nr_cpus);
 	if (ret)
 		return ret;
-	first = s->first_ns;
-	last = s->last_ns;
 	pt_reader_set_chunk_cb(r, chunk_cb, s);
-	/* Runs share a chunk: the per-CPU count is one add per run. */
-	while ((ret = pt_reader_next_run(r, evs, 256, &c)) > 0) {
-		struct pt_cpu_stats *cs = cpu_stats(s, c->cpu);
-
-		if (cs)
-			cs->events += ret;
-		s->events += ret;
-		for (int i = 0; i < ret; i++) {
-			uint64_t np = pt_cevent_npages(&evs[i]);
-			unsigned int t = pt_cevent_type(&evs[i]);
-			uint64_t tm = evs[i].time_ns;
-
-			s->by_type[t]++;
-			s->pages_by_type[t] += np;
-			if (likely(!(np & (np - 1))))
-				s->by_order[__builtin_ctzll(np)]++;
-			else
-				s->other_order++;
-			first = tm < first ? tm : first;
-			last = tm > last ? tm : last;
-		}
-	}
+	while ((ret = pt_reader_next_run(r, evs, 256, &c)) > 0)
+		pt_stats_add_run(s, evs, ret, c->cpu);
 	pt_reader_set_chunk_cb(r, NULL, NULL);
-	s->first_ns = first;
-	s->last_ns = last;
 	/* Growth doubles; report only the CPUs (Go: Ps) the trace has. */
 	if (s->nr_cpus > pt_reader_header(r)->nr_cpus)
 		s->nr_cpus = pt_reader_header(r)->nr_cpus;

@@ -117,6 +117,21 @@ static uint64_t run_analysis(void)
 	return n;
 }
 
+static uint64_t run_quick(void)
+{
+	struct pt_analysis_params p = { .flags = PT_ANALYSIS_UNORDERED };
+	struct pt_analysis a;
+	struct pt_reader *r;
+	uint64_t n;
+
+	if (pt_reader_open_mem(&r, buf, len, 0) || pt_analysis_collect(r, &a, &p))
+		exit(1);
+	n = a.stats.events;
+	pt_analysis_free(&a);
+	pt_reader_close(r);
+	return n;
+}
+
 static void measure(const char *what, uint64_t (*fn)(void), int rounds)
 {
 	double best = 1e30, wall = 1e30;
@@ -162,6 +177,7 @@ int main(int argc, char **argv)
 	measure("decode, pt_reader_next_batch (fd)", run_fd, rounds);
 	measure("decode, pt_reader_next_run (mem)", run_runs, rounds);
 	measure("stats, pt_stats_collect", run_stats, rounds);
+	measure("analysis, unordered (stats --quick)", run_quick, rounds);
 	measure("analysis, pt_analysis_collect", run_analysis, 1);
 	return 0;
 }

@@ -363,4 +363,51 @@ TEST(max_held_bounds_memory)
 	synth_free(&s);
 }
 
+/* Unordered: the same counts as the full analysis, no time-order results. */
+TEST(unordered_counts)
+{
+	struct pt_analysis_params p = { .flags = PT_ANALYSIS_UNORDERED };
+	struct pt_analysis a, b;
+	struct synth s;
+	uint64_t st = 9;
+
+	synth_init(&s, 3, 512, PAGETRACE_FLAG_SNAPSHOT);
+	synth_snapshot(&s, 2);
+	synth_event(&s, 2, SEC / 2, A, 0x8000, 8);
+	synth_flush(&s, 2, 0);
+	for (unsigned int i = 0; i < 3000; i++) {
+		uint64_t x = synth_rand(&st);
+
+		synth_event(&s, x % 3, SEC + i * 5 * US, 1 + (x >> 8) % 3,
+			    (x >> 16) % 2 ? 0x2000 + (x >> 20) % 0x1000 : 0x300000,
+			    1ULL << ((x >> 32) % 4));
+	}
+	s.cpus[1].lost = 5;
+	synth_flush_all(&s);
+	ASSERT_EQ(0, collect(&s, &a, NULL));
+	ASSERT_EQ(0, collect(&s, &b, &p));
+	EXPECT_EQ(a.stats.events, b.stats.events);
+	EXPECT_EQ(0, memcmp(a.stats.by_type, b.stats.by_type, sizeof(a.stats.by_type)));
+	EXPECT_EQ(0, memcmp(a.stats.by_order, b.stats.by_order, sizeof(a.stats.by_order)));
+	EXPECT_EQ(a.stats.first_ns, b.stats.first_ns);
+	EXPECT_EQ(a.stats.last_ns, b.stats.last_ns);
+	for (unsigned int c = 0; c < 3; c++)
+		EXPECT_EQ(a.stats.cpus[c].events, b.stats.cpus[c].events);
+	EXPECT_EQ(0, memcmp(a.zone_stats[0].events, b.zone_stats[0].events,
+			    sizeof(a.zone_stats[0].events)));
+	EXPECT_EQ(0, memcmp(a.other_zone.pages, b.other_zone.pages, sizeof(a.other_zone.pages)));
+	EXPECT_EQ(a.nr_bins, b.nr_bins);
+	EXPECT_EQ(a.bin_ns, b.bin_ns);
+	EXPECT_EQ(0, memcmp(a.bins, b.bins, a.nr_bins * sizeof(*a.bins)));
+	EXPECT_EQ(1, b.nr_lost_sites);
+	EXPECT_EQ(1, b.snapshot_events);
+	EXPECT_EQ(8, b.snapshot_pages);
+	EXPECT_EQ(0, b.life_all.count);
+	EXPECT_EQ(0, b.peak_in_use);
+	EXPECT_LT(0, a.life_all.count);
+	pt_analysis_free(&a);
+	pt_analysis_free(&b);
+	synth_free(&s);
+}
+
 TEST_HARNESS_MAIN

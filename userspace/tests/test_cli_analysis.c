@@ -216,6 +216,16 @@ TEST_F(an, stats_json)
 		     " 'pages': 64}} 0 0\n"
 		     "rate 1000000 [[2, 1, 2, 0]] []\n"
 		     "old 5 {'alloc': 2, 'free': 1, 'reclaim': 2} 3\n", slurp("py"));
+	/* --quick: the same counts, none of the time-order results. */
+	ASSERT_EQ(0, RUN("stats --quick --json t.pt"));
+	ASSERT_EQ(0, PY("import json, sys\n"
+			"d = json.load(open(sys.argv[1]))\n"
+			"print(d[\"quick\"], d[\"types\"], d[\"zones\"][0][\"events\"],"
+			" d[\"rate\"][\"bins\"], d[\"lifetimes\"][\"all\"][\"count\"])\n", "out"));
+	EXPECT_STREQ("True {'alloc': 2, 'free': 1, 'reclaim': 2} {'alloc': 2, 'free': 1,"
+		     " 'reclaim': 1} [[2, 1, 2, 0]] 0\n", slurp("py"));
+	ASSERT_EQ(0, RUN("stats --quick t.pt"));
+	EXPECT_TRUE(strstr(slurp("out"), "(--quick: no lifetimes") != NULL);
 	/* The text form has the same numbers. */
 	ASSERT_EQ(0, RUN("stats t.pt"));
 	EXPECT_TRUE(strstr(slurp("out"), "peak in use:     4 pages at 0.000001920 s\n") != NULL) {
