@@ -195,8 +195,13 @@ for flavour in $KERNELS; do
 	say "booting $rel under QEMU (console: ${S#"$ROOT"/}/console.log)"
 	t0=$SECONDS
 	vm_rc=0
+	# Two NUMA nodes, so that pages can migrate between them; trace-cmd
+	# for the cross-check against ftrace.
+	vm_bins=()
+	tc=$(command -v trace-cmd || true)
+	[ -n "$tc" ] && vm_bins=(--bin "$tc")
 	scripts/vm-run.sh --kernel "$rel" --share "$S" --timeout "$VM_TIMEOUT" \
-		>"$B/vm-run.log" 2>&1 || vm_rc=$?
+		--numa 2 "${vm_bins[@]}" >"$B/vm-run.log" 2>&1 || vm_rc=$?
 	echo "$P # VM finished in $((SECONDS - t0))s, status $vm_rc"
 	if [ "$vm_rc" != 0 ]; then
 		case $vm_rc in

@@ -5,7 +5,8 @@
 #
 # Usage:
 #   scripts/vm-run.sh --kernel RELEASE --share DIR [--timeout SECONDS] [--mem MB]
-#                     [--cpus N] [--bin /host/binary ...] [--append "cmdline"]
+#                     [--cpus N] [--numa NODES] [--bin /host/binary ...]
+#                     [--append "cmdline"]
 #
 # Exit status: the guest script's status; 124 on timeout; 125 if the guest
 # never wrote DIR/.exit-status (kernel panic, 9p failure, ...); 2 on usage error.
@@ -26,7 +27,7 @@ SELF="$ROOT/scripts/vm-run.sh"
 
 die() { echo "vm-run: $*" >&2; exit 2; }
 
-KERNEL='' SHARE='' TIMEOUT=600 MEM=2048 CPUS=2 APPEND=''
+KERNEL='' SHARE='' TIMEOUT=600 MEM=2048 CPUS=2 NUMA=1 APPEND=''
 BINS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--mem)     MEM=${2:?}; shift 2 ;;
 	--cpus)    CPUS=${2:?}; shift 2 ;;
+	--numa)    NUMA=${2:?}; shift 2 ;;
 	--bin)     BINS+=("$(realpath "${2:?}")"); shift 2 ;;
 	--append)  APPEND=${2?}; shift 2 ;;
 	-h|--help) sed -n '2,12p' "$SELF"; exit 0 ;;
@@ -201,13 +203,26 @@ rm -f "$SHARE/.exit-status"
 # No oops=panic: tests inspect dmesg for splats themselves.
 CMDLINE="console=ttyS0 panic=-1 nokaslr loglevel=4 $APPEND"
 
+# --numa N splits memory and CPUs evenly into N nodes, so that tests can
+# migrate pages between nodes (move_pages) and see more than one node.
+NUMA_ARGS=()
+if [ "$NUMA" -gt 1 ]; then
+	[ $((CPUS % NUMA)) = 0 ] && [ $((MEM % NUMA)) = 0 ] ||
+		die "--numa $NUMA must divide --cpus $CPUS and --mem $MEM"
+	for ((n = 0; n < NUMA; n++)); do
+		first=$((n * CPUS / NUMA)) last=$(((n + 1) * CPUS / NUMA - 1))
+		NUMA_ARGS+=(-object "memory-backend-ram,id=ram$n,size=$((MEM / NUMA))M"
+			    -numa "node,nodeid=$n,cpus=$first-$last,memdev=ram$n")
+	done
+fi
+
 # stdin from /dev/null: the run is non-interactive, and QEMU must not grab the
 # terminal.  The console is streamed to stdout and DIR/console.log; sed strips
 # the serial line's CRs and SeaBIOS's terminal escapes (unbuffered, so output
 # appears as it comes).
 set +e
 timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
-	-accel tcg -cpu max -m "$MEM" -smp "$CPUS" \
+	-accel tcg -cpu max -m "$MEM" -smp "$CPUS" "${NUMA_ARGS[@]}" \
 	-nographic -no-reboot -nic none \
 	-kernel "$VMLINUZ" -initrd "$INITRD" -append "$CMDLINE" \
 	-virtfs "local,path=$SHARE,mount_tag=host,security_model=none,id=host" \

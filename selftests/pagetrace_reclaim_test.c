@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include <linux/pagetrace.h>
-#include "libpagetrace.h"
+#include "pt_selftest.h"
 #include "kselftest_harness.h"
 
 #define CG_ROOT		"/sys/fs/cgroup"
@@ -144,14 +144,6 @@ static const char *make_data(void)
 	return NULL;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /*
  * Read the file through a shared mapping (readahead fills the cache) and
  * collect the PFN of every page.  Returns how many pages were present.
@@ -210,60 +202,6 @@ static size_t resident_pages(void)
 	return n;
 }
 
-struct trace {
-	struct pagetrace_header	hdr;
-	struct pt_event		*ev;
-	size_t			nr;
-};
-
-static int read_trace(int dev, struct trace *t)
-{
-	size_t cap = 1 << 20, len = 0, evcap = 1 << 16;
-	struct pt_reader *r = NULL;
-	char *buf = malloc(cap);
-	ssize_t n;
-	int ret;
-
-	if (ioctl(dev, PAGETRACE_IOC_STOP))
-		return -errno;
-	for (;;) {
-		if (len == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-		}
-		if (!buf)
-			return -ENOMEM;
-		n = read(dev, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += n;
-	}
-	ret = pt_reader_open_mem(&r, buf, len, 0);
-	if (ret >= 0)
-		t->hdr = *pt_reader_header(r);
-	t->ev = malloc(evcap * sizeof(*t->ev));
-	t->nr = 0;
-	while (ret >= 0 && t->ev) {
-		if (t->nr + 4096 > evcap) {
-			evcap *= 2;
-			t->ev = realloc(t->ev, evcap * sizeof(*t->ev));
-			if (!t->ev)
-				break;
-		}
-		ret = pt_reader_next_batch(r, t->ev + t->nr, 4096);
-		if (ret <= 0)
-			break;
-		t->nr += ret;
-	}
-	if (ret < 0 && r)
-		fprintf(stderr, "# decode: %s\n", pt_reader_error(r));
-	pt_reader_close(r);
-	free(buf);
-	return ret < 0 ? ret : 0;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -275,7 +213,7 @@ static int cmp_u64(const void *a, const void *b)
  * For each PFN of @pfns, the type of the first event that covers it at or
  * after @from_ns (0 when none).
  */
-static void first_types(const struct trace *t, const uint64_t *pfns, size_t n,
+static void first_types(const struct pt_st_trace *t, const uint64_t *pfns, size_t n,
 			uint64_t from_ns, unsigned char *type)
 {
 	size_t i;
@@ -310,7 +248,7 @@ FIXTURE(reclaim)
 {
 	uint64_t pfns[NPAGES];
 	unsigned char type[NPAGES];
-	struct trace t;
+	struct pt_st_trace t;
 	int dev;
 	const char *skip;	/* the 6.1 harness runs the test after a setup SKIP */
 };
@@ -330,7 +268,7 @@ FIXTURE_SETUP(reclaim)
 
 FIXTURE_TEARDOWN(reclaim)
 {
-	free(self->t.ev);
+	pt_st_trace_free(&self->t);
 	if (self->dev >= 0)
 		close(self->dev);
 	teardown_world();
@@ -352,7 +290,7 @@ TEST_F(reclaim, readahead_allocates)
 	ASSERT_LE(0, self->dev);
 	n = load_pfns(self->pfns);
 	ASSERT_EQ(NPAGES, n) TH_LOG("only %zu of %lu pages mapped", n, NPAGES);
-	ASSERT_EQ(0, read_trace(self->dev, &self->t));
+	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t));
 	qsort(self->pfns, n, sizeof(*self->pfns), cmp_u64);
 	first_types(&self->t, self->pfns, n, 0, self->type);
 	count_types(self->type, n, by);
@@ -366,7 +304,7 @@ TEST_F(reclaim, readahead_allocates)
 /* memory.reclaim pushes the file's pages out: reclaim events, no frees. */
 TEST_F(reclaim, memory_reclaim_is_reclaim)
 {
-	uint64_t before, after, t0;
+	uint64_t before, after;
 	size_t n, by[4];
 
 	if (self->skip)
@@ -380,12 +318,10 @@ TEST_F(reclaim, memory_reclaim_is_reclaim)
 
 	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->dev);
-	t0 = mono_ns();
 	/* It may fall short of the target (-EAGAIN); what it did counts. */
 	write_file(CG "/memory.reclaim", "67108864");
 	ASSERT_EQ(0, read_u64(CG "/memory.current", &after));
-	ASSERT_EQ(0, read_trace(self->dev, &self->t));
-	(void)t0;
+	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t));
 
 	first_types(&self->t, self->pfns, n, 0, self->type);
 	count_types(self->type, n, by);
@@ -419,7 +355,7 @@ TEST_F(reclaim, drop_caches_is_free)
 	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->dev);
 	ASSERT_EQ(0, write_file("/proc/sys/vm/drop_caches", "1"));
-	ASSERT_EQ(0, read_trace(self->dev, &self->t));
+	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t));
 
 	first_types(&self->t, self->pfns, n, 0, self->type);
 	count_types(self->type, n, by);

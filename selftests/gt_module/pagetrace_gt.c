@@ -19,7 +19,9 @@
  * taken on one CPU's clock.
  */
 #include <linux/debugfs.h>
+#include <linux/completion.h>
 #include <linux/gfp.h>
+#include <linux/irq_work.h>
 #include <linux/kernel.h>
 #include <linux/list.h>
 #include <linux/mm.h>
@@ -28,6 +30,7 @@
 #include <linux/pagemap.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
+#include <linux/timer.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
@@ -304,6 +307,94 @@ static void gt_split_free(const char *op)
 	gt_event(op, "free", pfn, 1, t0, t1);
 }
 
+/*
+ * Allocations in interrupts: a timer (softirq) and an irq_work (a hard
+ * interrupt, by self-IPI).  The callback allocates and frees one page and
+ * keeps its own window; the op waits for it.
+ */
+struct gt_irq {
+	struct timer_list	timer;
+	struct irq_work		work;
+	struct completion	done;
+	unsigned long		pfn;
+	u64			t[4];
+	bool			in_irq;
+};
+
+static void gt_irq_alloc(struct gt_irq *g, bool in_irq)
+{
+	struct page *page;
+
+	g->in_irq = in_irq;
+	g->t[0] = local_clock();
+	page = alloc_page(GFP_ATOMIC | __GFP_NOWARN);
+	g->t[1] = local_clock();
+	if (page) {
+		g->pfn = page_to_pfn(page);
+		g->t[2] = local_clock();
+		__free_page(page);
+		g->t[3] = local_clock();
+	}
+	complete(&g->done);
+}
+
+static void gt_softirq_fn(struct timer_list *t)
+{
+	struct gt_irq *g = from_timer(g, t, timer);
+
+	gt_irq_alloc(g, in_serving_softirq());
+}
+
+static void gt_hardirq_fn(struct irq_work *w)
+{
+	struct gt_irq *g = container_of(w, struct gt_irq, work);
+
+	gt_irq_alloc(g, in_hardirq());
+}
+
+static void gt_irq_report(const char *op, struct gt_irq *g)
+{
+	if (!g->in_irq)
+		return gt_skip(op, "the callback did not run in that context");
+	if (!g->pfn)
+		return gt_skip(op, "GFP_ATOMIC allocation failed");
+	gt_event(op, "alloc", g->pfn, 1, g->t[0], g->t[1]);
+	gt_event(op, "free", g->pfn, 1, g->t[2], g->t[3]);
+}
+
+static void gt_softirq(const char *op)
+{
+	struct gt_irq g = { };
+
+	init_completion(&g.done);
+	timer_setup_on_stack(&g.timer, gt_softirq_fn, TIMER_PINNED);
+	mod_timer(&g.timer, jiffies + 1);
+	wait_for_completion(&g.done);
+	del_timer_sync(&g.timer);
+	destroy_timer_on_stack(&g.timer);
+	gt_irq_report(op, &g);
+}
+
+static void gt_hardirq(const char *op)
+{
+	struct gt_irq g = { };
+
+	/* PREEMPT_RT's page allocator takes sleeping locks. */
+	if (IS_ENABLED(CONFIG_PREEMPT_RT))
+		return gt_skip(op, "PREEMPT_RT allocates no pages in hard interrupts");
+	init_completion(&g.done);
+	init_irq_work(&g.work, gt_hardirq_fn);
+	irq_work_queue(&g.work);
+	wait_for_completion(&g.done);
+	irq_work_sync(&g.work);
+	gt_irq_report(op, &g);
+}
+
+/*
+ * A marker for tests that compare tracers: an order-7 block, which nothing
+ * else in an idle VM allocates, brackets a window on the calling CPU.
+ */
+static void gt_marker(const char *op) { gt_pages(op, GFP_KERNEL, 7); }
 static void gt_order0(const char *op) { gt_pages(op, GFP_KERNEL, 0); }
 static void gt_order3(const char *op) { gt_pages(op, GFP_KERNEL, 3); }
 static void gt_order5(const char *op) { gt_pages(op, GFP_KERNEL, 5); }
@@ -340,6 +431,9 @@ static const struct gt_op {
 	{ "bulk_single",	gt_bulk_single },
 	{ "vmalloc",		gt_vmalloc },
 	{ "split_free",		gt_split_free },
+	{ "softirq",		gt_softirq },
+	{ "hardirq",		gt_hardirq },
+	{ "marker",		gt_marker },
 };
 
 static ssize_t gt_write(struct file *file, const char __user *ubuf,

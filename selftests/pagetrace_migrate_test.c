@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Migration: when a page of ours moves (move_pages(2) to another node, or
+ * compaction), the trace must show the new page's allocation and the old
+ * page's free, each exactly once, while the move happens.  The PFNs before
+ * and after come from /proc/self/pagemap.  THP: a huge page fault, then a
+ * split, then frees of the split pages one by one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pt_selftest.h"
+#include "kselftest_harness.h"
+
+#define PAGE		4096UL
+#define MPOL_MF_MOVE	(1 << 1)
+
+/* Events of @type covering @pfn with time in [t0, t1]. */
+static size_t count_covering(const struct pt_st_trace *t, unsigned int type,
+			     uint64_t pfn, uint64_t npages_want, uint64_t t0,
+			     uint64_t t1)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < t->nr; i++) {
+		const struct pt_event *ev = &t->ev[i];
+
+		if (ev->type != type || pfn < ev->pfn ||
+		    pfn >= ev->pfn + ev->npages)
+			continue;
+		if (npages_want && ev->npages != npages_want)
+			continue;
+		if (ev->time_ns + 256 >= t0 && ev->time_ns <= t1)
+			n++;
+	}
+	return n;
+}
+
+static int nr_nodes(void)
+{
+	int n = 0;
+	char path[64];
+
+	for (;;) {
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", n);
+		if (access(path, F_OK))
+			return n;
+		n++;
+	}
+}
+
+/* Fault in @len bytes of anonymous memory without THP; PFNs to @pfn. */
+static char *populate(size_t len, uint64_t *pfn)
+{
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t i;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, len, MADV_NOHUGEPAGE);
+	for (i = 0; i < len / PAGE; i++) {
+		p[i * PAGE] = 1;
+		if (pt_st_pagemap_pfn(p + i * PAGE, &pfn[i]))
+			pfn[i] = 0;
+	}
+	return p;
+}
+
+/*
+ * Check each page that moved from old[i] to now[i]: its old page freed once
+ * and its new page allocated once, inside [t0, t1].  Returns pages moved.
+ */
+static size_t check_moves(struct __test_metadata *_metadata,
+			  const struct pt_st_trace *t, const uint64_t *old,
+			  const uint64_t *now, size_t n, uint64_t t0,
+			  uint64_t t1)
+{
+	size_t i, moved = 0, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		size_t frees, allocs;
+
+		if (!old[i] || !now[i] || old[i] == now[i])
+			continue;
+		moved++;
+		frees = count_covering(t, PT_EV_FREE, old[i], 1, t0, t1);
+		allocs = count_covering(t, PT_EV_ALLOC, now[i], 0, t0, t1);
+		if (frees == 1 && allocs == 1)
+			continue;
+		if (bad++ < 5)
+			TH_LOG("page %zu: %#" PRIx64 " -> %#" PRIx64
+			       ": %zu frees of the old, %zu allocs of the new",
+			       i, old[i], now[i], frees, allocs);
+	}
+	EXPECT_EQ(0, bad) TH_LOG("%zu of %zu moved pages not traced once", bad,
+				 moved);
+	return moved;
+}
+
+FIXTURE(mig)
+{
+	int dev;
+	struct pt_st_trace t;
+};
+
+FIXTURE_SETUP(mig)
+{
+	self->t.ev = NULL;
+	ASSERT_EQ(0, pt_st_pin_cpu(0));
+	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, self->dev) TH_LOG("open /dev/pagetrace: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(mig)
+{
+	pt_st_trace_free(&self->t);
+	close(self->dev);
+}
+
+/* move_pages(2) to node 1: alloc of the target, free of the source. */
+TEST_F(mig, move_pages)
+{
+	const size_t n = 256;
+	uint64_t old[256], now[256], t0, t1;
+	int nodes[256], status[256];
+	void *addrs[256];
+	size_t i, moved;
+	char *p;
+
+	if (nr_nodes() < 2)
+		SKIP(return, "one NUMA node: nowhere to move pages to");
+	p = populate(n * PAGE, old);
+	ASSERT_NE(NULL, p);
+	for (i = 0; i < n; i++) {
+		addrs[i] = p + i * PAGE;
+		nodes[i] = 1;
+	}
+	t0 = pt_st_mono_ns();
+	ASSERT_EQ(0, syscall(SYS_move_pages, 0, n, addrs, nodes, status,
+			     MPOL_MF_MOVE)) TH_LOG("move_pages: %s", strerror(errno));
+	t1 = pt_st_mono_ns();
+	for (i = 0; i < n; i++)
+		if (pt_st_pagemap_pfn(addrs[i], &now[i]))
+			now[i] = 0;
+	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
+	munmap(p, n * PAGE);
+
+	moved = check_moves(_metadata, &self->t, old, now, n,
+			    pt_st_mono_to_trace(&self->t.hdr, t0) - 1000000,
+			    pt_st_mono_to_trace(&self->t.hdr, t1) + 1000000);
+	TH_LOG("%zu of %zu pages moved to node 1", moved, n);
+	EXPECT_LE(n * 9 / 10, moved);
+}
+
+/*
+ * Compaction moves movable pages towards the end of the zone: whatever of
+ * ours it moved must show the new page's allocation (compaction's own,
+ * through post_alloc_hook) and the old page's free.
+ */
+TEST_F(mig, compaction)
+{
+	const size_t n = 16384;		/* 64 MiB, every other page kept */
+	uint64_t *old = calloc(n, sizeof(*old)), *now = calloc(n, sizeof(*now));
+	uint64_t t0, t1;
+	size_t i, moved;
+	char *p;
+	int fd;
+
+	ASSERT_TRUE(old && now);
+	p = populate(n * PAGE, old);
+	ASSERT_NE(NULL, p);
+	/* Holes everywhere, so that compaction has work to do. */
+	for (i = 1; i < n; i += 2) {
+		madvise(p + i * PAGE, PAGE, MADV_DONTNEED);
+		old[i] = 0;
+	}
+	fd = open("/proc/sys/vm/compact_memory", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		SKIP(return, "no /proc/sys/vm/compact_memory");
+	t0 = pt_st_mono_ns();
+	ASSERT_EQ(1, write(fd, "1", 1));
+	t1 = pt_st_mono_ns();
+	close(fd);
+	for (i = 0; i < n; i += 2)
+		if (pt_st_pagemap_pfn(p + i * PAGE, &now[i]))
+			now[i] = 0;
+	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
+	munmap(p, n * PAGE);
+
+	moved = check_moves(_metadata, &self->t, old, now, n,
+			    pt_st_mono_to_trace(&self->t.hdr, t0) - 1000000,
+			    pt_st_mono_to_trace(&self->t.hdr, t1) + 1000000);
+	free(old);
+	free(now);
+	TH_LOG("compaction moved %zu of our %zu pages", moved, n / 2);
+	if (!moved)
+		SKIP(return, "compaction moved none of our pages");
+}
+
+/*
+ * THP: a huge page fault (one order-9 allocation), a split through
+ * debugfs, then MADV_DONTNEED on half of it frees those 256 pages one by
+ * one, and munmap the rest.
+ */
+TEST_F(mig, thp_split)
+{
+	const size_t huge = 2UL << 20;
+	uint64_t pfn, last, m0, m1, m2, m3, m4;
+	char req[128], *map, *p;
+	size_t i, bad = 0;
+	int fd;
+
+	map = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	p = (char *)(((uintptr_t)map + huge - 1) & ~(huge - 1));
+	madvise(p, huge, MADV_HUGEPAGE);
+	m0 = pt_st_mono_ns();
+	p[0] = 1;
+	m1 = pt_st_mono_ns();
+	if (pt_st_pagemap_pfn(p, &pfn) || pfn % 512 ||
+	    pt_st_pagemap_pfn(p + huge - PAGE, &last) || last != pfn + 511) {
+		munmap(map, 2 * huge);
+		SKIP(return, "the fault got no THP (THP off or memory fragmented)");
+	}
+
+	fd = open("/sys/kernel/debug/split_huge_pages", O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		munmap(map, 2 * huge);
+		SKIP(return, "no debugfs split_huge_pages to split with");
+	}
+	snprintf(req, sizeof(req), "%d,%#lx,%#lx", getpid(), (unsigned long)p,
+		 (unsigned long)(p + huge));
+	ASSERT_LT(0, write(fd, req, strlen(req)));
+	close(fd);
+
+	m2 = pt_st_mono_ns();
+	ASSERT_EQ(0, madvise(p + huge / 2, huge / 2, MADV_DONTNEED));
+	m3 = pt_st_mono_ns();
+	munmap(map, 2 * huge);
+	m4 = pt_st_mono_ns();
+	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
+
+#define TR(m) pt_st_mono_to_trace(&self->t.hdr, m)
+	EXPECT_EQ(1, count_covering(&self->t, PT_EV_ALLOC, pfn, 512,
+				    TR(m0) - 1000000, TR(m1) + 1000000));
+	EXPECT_EQ(0, count_covering(&self->t, PT_EV_FREE, pfn, 512, 0, UINT64_MAX))
+		TH_LOG("the split THP was freed whole");
+	/*
+	 * Each subpage is freed once, on its own, after the fault: at the
+	 * split itself if it was never written (6.12 maps those to the
+	 * shared zero page), else at MADV_DONTNEED or munmap.
+	 */
+	for (i = 0; i < 512; i++) {
+		if (count_covering(&self->t, PT_EV_FREE, pfn + i, 1, TR(m1),
+				   TR(m4) + 1000000) != 1 && bad++ < 5)
+			TH_LOG("subpage %zu (pfn %#" PRIx64 "): not freed once",
+			       i, pfn + i);
+	}
+	/* The upper half, written to nowhere but unmapped by MADV_DONTNEED. */
+	for (i = 256; i < 512; i++) {
+		if (count_covering(&self->t, PT_EV_FREE, pfn + i, 1, 0,
+				   TR(m3) + 1000000) != 1 && bad++ < 5)
+			TH_LOG("subpage %zu: not freed by MADV_DONTNEED", i);
+	}
+	(void)m2;
+#undef TR
+	EXPECT_EQ(0, bad);
+}
+
+TEST_HARNESS_MAIN

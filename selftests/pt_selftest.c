@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Helpers shared by the pagetrace selftests; see pt_selftest.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pt_selftest.h"
+
+/* Read until EOF; the session is stopped, so EOF comes. */
+static void *pt_st_read_all(int fd, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *buf = malloc(cap);
+	ssize_t r;
+
+	while (buf) {
+		if (n == cap) {
+			char *bigger = realloc(buf, cap * 2);
+
+			if (!bigger)
+				break;
+			buf = bigger;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0) {
+			*len = n;
+			return buf;
+		}
+		if (r < 0)
+			break;
+		n += r;
+	}
+	free(buf);
+	return NULL;
+}
+
+int pt_st_collect(int dev, struct pt_st_trace *t)
+{
+	struct pt_reader *r = NULL;
+	size_t len, cap = 1 << 14;
+	void *stream;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	if (ioctl(dev, PAGETRACE_IOC_STOP)) {
+		ret = -errno;
+		snprintf(t->err, sizeof(t->err), "PAGETRACE_IOC_STOP: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	stream = pt_st_read_all(dev, &len);
+	if (!stream) {
+		snprintf(t->err, sizeof(t->err), "reading the stream failed");
+		return -EIO;
+	}
+	ret = pt_reader_open_mem(&r, stream, len, 0);
+	if (ret >= 0) {
+		t->hdr = *pt_reader_header(r);
+		t->backend = pt_reader_session(r) ?
+			     pt_reader_session(r)->backend : ~0U;
+	}
+	t->ev = malloc(cap * sizeof(*t->ev));
+	while (ret >= 0 && t->ev) {
+		if (t->nr + 4096 > cap) {
+			struct pt_event *more;
+
+			cap *= 2;
+			more = realloc(t->ev, cap * sizeof(*t->ev));
+			if (!more) {
+				ret = -ENOMEM;
+				break;
+			}
+			t->ev = more;
+		}
+		ret = pt_reader_next_batch(r, t->ev + t->nr, 4096);
+		if (ret <= 0)
+			break;
+		t->nr += ret;
+	}
+	if (!t->ev)
+		ret = -ENOMEM;
+	if (ret < 0)
+		snprintf(t->err, sizeof(t->err), "decode: %s",
+			 r ? pt_reader_error(r) : strerror(-ret));
+	pt_reader_close(r);
+	free(stream);
+	return ret < 0 ? ret : 0;
+}
+
+void pt_st_trace_free(struct pt_st_trace *t)
+{
+	free(t->ev);
+	t->ev = NULL;
+	t->nr = 0;
+}
+
+int pt_st_gt_load(void)
+{
+	const char *ko = getenv("PAGETRACE_GT_KO");
+	int fd, ret;
+
+	if (access(PT_GT_DIR "/run", W_OK) == 0)
+		return 0;
+	fd = open(ko ? ko : "./pagetrace_gt.ko", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, "", 0);
+	ret = ret && errno != EEXIST ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+int pt_st_gt_run(const char *op, char *report, size_t len)
+{
+	int fd = open(PT_GT_DIR "/run", O_RDWR | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, op, strlen(op)) != (ssize_t)strlen(op)) {
+		close(fd);
+		return -EINVAL;
+	}
+	n = pread(fd, report, len - 1, 0);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	report[n] = '\0';
+	return 0;
+}
+
+int pt_st_set_hook(const char *hook)
+{
+	int fd = open("/sys/module/pagetrace/parameters/hook",
+		      O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, hook, strlen(hook));
+	close(fd);
+	return n == (ssize_t)strlen(hook) ? 0 : -EINVAL;
+}
+
+int pt_st_pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+int pt_st_pagemap_pfn(const void *addr, uint64_t *pfn)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	off_t off = (uintptr_t)addr / getpagesize() * sizeof(uint64_t);
+	uint64_t entry;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, &entry, sizeof(entry), off);
+	close(fd);
+	if (n != sizeof(entry))
+		return -EIO;
+	if (!(entry & (1ULL << 63)))
+		return -ENOENT;
+	*pfn = entry & ((1ULL << 55) - 1);
+	return 0;
+}
+
+uint64_t pt_st_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+uint64_t pt_st_mono_to_trace(const struct pagetrace_header *h, uint64_t mono)
+{
+	return mono - h->start_mono_ns + h->start_ns;
+}
