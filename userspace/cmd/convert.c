@@ -230,11 +230,11 @@ int cmd_convert(int argc, char **argv)
 		}
 		switch (c) {
 		case 't':
-			if (!strcmp(optarg, "csv"))
+			if (!strcmp(optarg, "csv")) {
 				to = TO_CSV;
-			else if (!strcmp(optarg, "perfetto"))
+			} else if (!strcmp(optarg, "perfetto")) {
 				to = TO_PERFETTO;
-			else {
+			} else {
 				fprintf(stderr, "pagetrace: unknown format '%s'\n", optarg);
 				return EXIT_USAGE;
 			}

@@ -210,7 +210,8 @@ static void put_heatmap_png(FILE *f, const struct heat *hm)
 			if (!hm->cap[r])
 				v = PAL_HOLE;
 			else if (hm->recl[cell])
-				v = PAL_RED + (uint8_t)(hm->recl[cell] >= hm->cap[r] ? RED_LEVELS - 1 :
+				v = PAL_RED + (uint8_t)(hm->recl[cell] >= hm->cap[r] ?
+					RED_LEVELS - 1 :
 					(uint64_t)hm->recl[cell] * (RED_LEVELS - 1) / hm->cap[r]);
 			else if (hm->occ[cell])
 				v = PAL_BLUE + hm->occ[cell] * BLUE_LEVELS / 256;
@@ -299,7 +300,8 @@ static void xticks(FILE *f, double xmax, double scale_div)
 		double x = ML + (xmax > 0 ? v / xmax : 0) * PW;
 
 		snprintf(b, sizeof(b), "%g", v / scale_div);
-		fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xt\">%s</text>\n", x, MT + PH + 16, b);
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"xt\">%s</text>\n", x,
+			MT + PH + 16, b);
 	}
 }
 
@@ -434,7 +436,8 @@ static void fig_lifetime(FILE *f, const struct pt_analysis *a)
 	}
 	if (first > last)
 		first = last = 0;
-	fig_bars(f, "fig-lifetime", "Page lifetimes, allocation to free or reclaim (bins from 2^k ns)",
+	fig_bars(f, "fig-lifetime",
+		 "Page lifetimes, allocation to free or reclaim (bins from 2^k ns)",
 		 v + first, lab + first, last - first + 1, "#9467bd", "lifetime at least",
 		 "blocks", NULL);
 }

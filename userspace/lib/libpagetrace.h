@@ -194,11 +194,23 @@ struct pt_cevent {
 	uint64_t	npages_type;
 };
 
+/**
+ * pt_cevent_type() - the type of a compact event
+ * @e: the event
+ *
+ * Return: PT_EV_ALLOC, PT_EV_FREE or PT_EV_RECLAIM.
+ */
 static inline unsigned int pt_cevent_type(const struct pt_cevent *e)
 {
 	return (unsigned int)(e->npages_type & 3);
 }
 
+/**
+ * pt_cevent_npages() - the pages of a compact event
+ * @e: the event
+ *
+ * Return: npages, at least 1.
+ */
 static inline uint64_t pt_cevent_npages(const struct pt_cevent *e)
 {
 	return e->npages_type >> 2;
