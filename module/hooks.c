@@ -79,7 +79,9 @@
  * (at worst a reclaim is reported as a free) and are not counted as lost.
  */
 #include <linux/bitmap.h>
+#include <linux/kallsyms.h>
 #include <linux/kernel.h>
+#include <linux/module.h>
 #include <linux/kprobes.h>
 #include <linux/list.h>
 #include <linux/mm.h>
@@ -133,6 +135,15 @@ static const struct kernel_param_ops pt_backend_ops = {
 };
 module_param_cb(hook, &pt_backend_ops, NULL, 0644);
 MODULE_PARM_DESC(hook, "Probe mechanism: kprobe (default) or tracepoint");
+
+/*
+ * require=SYMBOL: one more function the next session (and insmod) must be
+ * able to probe.  For the selftests, which show that a missing or inlined
+ * symbol fails the load with its name, whatever the kernel.
+ */
+static char *pt_require;
+module_param_named(require, pt_require, charp, 0644);
+MODULE_PARM_DESC(require, "Also require a kprobe on this function (for tests)");
 
 /* The backend the next session uses. */
 unsigned int pt_hooks_backend(void)
@@ -464,7 +475,18 @@ static const struct pt_hook pt_hook_table[] = {
 	PT_TP(PT_6_12, "mm_page_free", pt_tp_free),
 };
 
-#define PT_MAX_HOOKS	ARRAY_SIZE(pt_hook_table)
+#define PT_MAX_HOOKS	(ARRAY_SIZE(pt_hook_table) + 1)
+
+static int pt_nop(struct kprobe *p, struct pt_regs *regs)
+{
+	return 0;
+}
+
+/* The entry for require=, filled in when a session starts. */
+static char pt_required_sym[KSYM_NAME_LEN];
+static struct pt_hook pt_required_hook = {
+	.backends = PT_ON_ALL, .kind = PT_KPROBE, .pre = pt_nop,
+};
 
 /* The probes of the table entries that apply, registered per session. */
 static struct pt_probe {
@@ -604,6 +626,15 @@ int pt_hooks_register(unsigned int backend)
 		if (version >= h->ver.since && version < h->ver.until &&
 		    (h->backends & BIT(backend)))
 			pt_probes[pt_nr_probes++].hook = h;
+	}
+	/* A write to the parameter frees the old string: copy it locked. */
+	kernel_param_lock(THIS_MODULE);
+	strscpy(pt_required_sym, pt_require ? pt_require : "",
+		sizeof(pt_required_sym));
+	kernel_param_unlock(THIS_MODULE);
+	if (pt_required_sym[0]) {
+		pt_required_hook.symbol = pt_required_sym;
+		pt_probes[pt_nr_probes++].hook = &pt_required_hook;
 	}
 	if (!pt_nr_probes) {
 		pr_err("pagetrace: no attach points known for %s\n",

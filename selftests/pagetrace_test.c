@@ -1719,4 +1719,55 @@ TEST_F_TIMEOUT(pt, lost_counted, 180)
 	ASSERT_EQ(sum_ev, self->dec.events);
 }
 
+/*
+ * A kernel whose allocator lacks a symbol we probe (missing or inlined)
+ * must refuse the module with the symbol and the kernel named, not load
+ * into a partial trace.  require= adds one more mandatory attach point, so
+ * the real registration path meets a name this kernel does not have; and
+ * hook= must name an existing backend.
+ */
+TEST_F_TIMEOUT(pt, missing_symbol_refused, 180)
+{
+	static const char * const bad[][2] = {
+		{ "require=pagetrace_no_such_function", "pagetrace_no_such_function" },
+		/* Inlined into get_page_from_freelist() on 6.1 and 6.12. */
+		{ "require=prep_new_page", "prep_new_page" },
+		{ "hook=ftrace", "kprobe, tracepoint" },
+	};
+	static char log[1 << 16];
+	struct utsname u;
+
+	ASSERT_EQ(0, uname(&u));
+	self->kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, self->kmsg);
+	ASSERT_EQ(0, mod_unload());
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bool require = strncmp(bad[i][0], "require=", 8) == 0;
+		char *line;
+		bool found = false;
+		int ret;
+
+		ASSERT_LE(0, lseek(self->kmsg, 0, SEEK_END));
+		ret = mod_load(bad[i][0]);
+		ASSERT_NE(0, ret) TH_LOG("\"%s\" loaded", bad[i][0]);
+		ASSERT_EQ(require ? -ENOENT : -EINVAL, ret);
+		ASSERT_FALSE(mod_live());
+		kmsg_collect(self->kmsg, log, sizeof(log));
+		for (line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+			if (strstr(line, bad[i][1]) &&
+			    (!require || strstr(line, u.release))) {
+				found = true;
+				break;
+			}
+		}
+		ASSERT_TRUE(found) TH_LOG("\"%s\": no kernel message naming %s%s%s",
+					  bad[i][0], bad[i][1], require ? " and " : "",
+					  require ? u.release : "");
+	}
+	ASSERT_EQ(0, mod_load(""));
+	ASSERT_TRUE(mod_is_default());
+	ASSERT_TRUE(wait_dev(true, 2000));
+}
+
 TEST_HARNESS_MAIN
