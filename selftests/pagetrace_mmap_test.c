@@ -1175,20 +1175,30 @@ TEST_F_TIMEOUT(rec, enospc, 120)
 TEST_F_TIMEOUT(rec, flight_sigusr1, 120)
 {
 	char *argv[] = { NULL, "record", "-f", "-b", "32K", "-o", "/tmp/pt-fr.bin",
-			 "-d", "4", NULL };
+			 "-d", "60", NULL };
+	struct stat sb = { 0 };
 	uint64_t missing = 0;
 	int rfd, st;
 	pid_t pid;
 
 	REC_READY();
 	ASSERT_LE(0, pin_to_first_cpu());
+	unlink("/tmp/pt-fr.bin");
 	pid = rec_start(self, argv, &rfd);
 	ASSERT_LT(0, pid);
-	usleep(700000);
+	/*
+	 * SIGUSR1 kills a process that has no handler yet: wait for the
+	 * header, which the recorder writes after setting its handlers up.
+	 */
+	for (int i = 0; i < 1000 && (stat("/tmp/pt-fr.bin", &sb) || !sb.st_size); i++)
+		usleep(10000);
+	ASSERT_LT(0, sb.st_size) TH_LOG("the recorder did not start within 10 s");
 	touch_and_free(2048 * PAGE);
 	ASSERT_EQ(0, kill(pid, SIGUSR1));
 	usleep(300000);
-	touch_and_free(2048 * PAGE);
+	/* ~8000 events on our CPU: far more than 32 KiB of chunks hold. */
+	touch_and_free(4096 * PAGE);
+	ASSERT_EQ(0, kill(pid, SIGINT));	/* Ctrl-C: the final dump */
 	st = rec_wait(self, pid, rfd);
 	TH_LOG("%s", self->out);
 	ASSERT_EQ(0, st);
