@@ -217,6 +217,7 @@ static long pt_ioctl_stats(struct pt_session *sess, void __user *arg)
 			.lost = READ_ONCE(sess->cpus[cpu].stats.lost),
 			.chunks = READ_ONCE(sess->cpus[cpu].stats.chunks),
 			.bytes = READ_ONCE(sess->cpus[cpu].stats.bytes),
+			.attempts = READ_ONCE(sess->cpus[cpu].stats.attempts),
 		};
 
 		if (copy_to_user(&ucpus[cpu], &s, sizeof(s)))

@@ -181,11 +181,19 @@ lost:
 void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
 {
 	struct pt_session *sess = rcu_dereference_sched(pt_live);
+	struct pt_cpu *c;
 	unsigned long flags;
 
 	if (unlikely(!sess))
 		return;
 	local_irq_save(flags);
-	pt_write(&sess->cpus[raw_smp_processor_id()], type, pfn, npages);
+	c = &sess->cpus[raw_smp_processor_id()];
+	/*
+	 * Counted before pt_write() decides anything, so that a path that
+	 * neither keeps nor counts an event as lost shows up as
+	 * attempts != events + lost (checked by the stress selftest).
+	 */
+	c->stats.attempts++;
+	pt_write(c, type, pfn, npages);
 	local_irq_restore(flags);
 }

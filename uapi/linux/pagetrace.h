@@ -309,6 +309,9 @@ struct pagetrace_info {
  * @lost: events dropped (no free buffer, or missed by a probe)
  * @chunks: chunks completed (full or flushed)
  * @bytes: bytes of those chunks, chunk headers included
+ * @attempts: hook hits that reached the writer, counted on entry, before
+ *	      it decides to keep or drop the event: events + lost of all
+ *	      CPUs = attempts of all CPUs + probe_missed of PAGETRACE_IOC_STATS
  * @reserved: 0
  */
 struct pagetrace_cpu_stats {
@@ -316,7 +319,8 @@ struct pagetrace_cpu_stats {
 	__u64	lost;
 	__u64	chunks;
 	__u64	bytes;
-	__u64	reserved[4];
+	__u64	attempts;
+	__u64	reserved[3];
 };
 
 /**
