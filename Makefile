@@ -3,6 +3,8 @@
 # make              pagetrace.ko for KVER (built here, like any out-of-tree
 #                   module) and the userspace library + pagetrace CLI
 # make check        every test: scripts/check.sh (root; installs what it needs)
+# make bench        overhead against ftrace, perf and bpftrace in a VM:
+#                   scripts/bench.sh (root; BENCH_KERNELS, default 6.1)
 # make lint         checkpatch --strict and sparse, for KVER
 # make clean
 #
@@ -35,6 +37,7 @@ KVER		?= $(shell scripts/kernels.sh 6.1 2>/dev/null || uname -r)
 KDIR		?= /lib/modules/$(KVER)/build
 KERNELS		?= 6.1 6.12 rt
 export KERNELS
+BENCH_KERNELS	?= 6.1
 
 KSRC		:= $(CURDIR)/build/ksrc
 KSELFTEST_DIR	:= $(KSRC)/tools/testing/selftests
@@ -79,6 +82,9 @@ userspace:
 
 check:
 	@scripts/check.sh
+
+bench:
+	@BENCH_KERNELS="$(BENCH_KERNELS)" scripts/bench.sh
 
 lint: ksrc
 	@rc=0; scripts/lint.sh checkpatch || rc=1; \
@@ -216,7 +222,7 @@ clean:
 	rm -rf build/ksrc build/lint build/static build/check
 	rm -rf $(filter-out $(CURDIR)/build/vm,$(wildcard $(CURDIR)/build/*))
 
-.PHONY: all module userspace check lint ksrc kbuild static selftests clean \
+.PHONY: all module userspace check bench lint ksrc kbuild static selftests clean \
 	install install-module install-tools uninstall uninstall-module \
 	uninstall-tools install-dkms-src dkms-install dkms-remove dkms-build \
 	deb check-deb

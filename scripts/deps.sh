@@ -41,6 +41,8 @@ install "${BASE[@]}"
 # Packaging: DKMS, dpkg-buildpackage and lintian, groff for the man page
 # checks (scripts/check-packaging.sh), debootstrap for `make check-deb`.
 install dkms dh-dkms debhelper lintian groff debootstrap
+# The contenders of `make bench` (scripts/bench.sh), besides trace-cmd.
+install linux-perf bpftrace
 
 for flavour in "$@"; do
 	case "$flavour" in

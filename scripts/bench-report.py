@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Tables for `make bench`: bench/run-guest.sh's results.txt to markdown and JSON.
+
+Per workload and contender, over the runs: ns per operation; the added ns
+per event, (ns/op - ns/op of "none") / events per op, where events per op
+is 2 for the kernel loops (an alloc and a free) and, for the userspace
+workloads, what pagetrace with kprobes recorded per op (its median); that
+as a ratio to each peer; bytes per event in the recorder's file (headers
+included); events recorded, lost, and the recorder's CPU time.  Medians,
+with min and max.  For the kernel loops the ns/op is the median batch
+(pt_bench's batch_ns_per_op: the cost on the allocation path, mostly free
+of preemption by the recorder); the wall time per op is in the JSON too.
+"""
+import argparse
+import datetime
+import json
+import shlex
+import statistics
+import sys
+
+ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "trace-cmd",
+         "ftrace-raw", "perf", "bpftrace"]
+PEERS = ["trace-cmd", "ftrace-raw", "perf", "bpftrace"]
+WORKLOAD_DOC = {
+    "k0": "pt_bench.ko, alloc_pages + __free_pages order 0 on every CPU; op = 2 events",
+    "k3": "pt_bench.ko, alloc_pages + __free_pages order 3 on every CPU; op = 2 events",
+    "mmap": "mmap + touch + munmap of anonymous memory on every CPU; op = one 4 KiB page",
+    "fork": "fork + _exit + wait on every CPU; op = one fork",
+    "read": "page-cache read of an ext4 file after fadvise(DONTNEED) on every CPU; op = one page",
+}
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse(path):
+    runs, unavailable = [], {}
+    for line in open(path):
+        kv = {}
+        for tok in shlex.split(line):
+            if "=" in tok:
+                k, v = tok.split("=", 1)
+                kv[k] = v
+        if "unavailable" in kv:
+            unavailable[kv["contender"]] = kv["unavailable"]
+        elif "workload" in kv:
+            runs.append(kv)
+    return runs, unavailable
+
+
+def stats(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return None
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def summarize(runs):
+    out = {}
+    for w in dict.fromkeys(r["workload"] for r in runs):
+        wr = [r for r in runs if r["workload"] == w]
+        kernel = any("batch_ns_per_op" in r for r in wr)
+        key = "batch_ns_per_op" if kernel else "ns_per_op"
+        by = {c: [r for r in wr if r["contender"] == c] for c in ORDER}
+        base = stats([num(r.get(key)) for r in by["none"]])
+        if kernel:
+            epo, epo_from = 2.0, "pt_bench (an alloc and a free)"
+        else:
+            epo, epo_from = None, None
+            for c in ("pt-kprobe", "pt-tracepoint"):
+                s = stats([num(r.get("events")) / num(r["ops"]) for r in by[c]
+                           if num(r.get("events")) and num(r.get("ops"))])
+                if s:
+                    epo, epo_from = s["median"], f"{c}'s events / ops (median)"
+                    break
+        rows = {}
+        for c in ORDER:
+            rs = by[c]
+            if not rs:
+                continue
+            row = {"runs": len(rs), "ns_per_op": stats([num(r.get(key)) for r in rs]),
+                   "wall_ns_per_op": stats([num(r.get("ns_per_op")) for r in rs])}
+            if base and epo:
+                row["added_ns_per_event"] = stats(
+                    [(num(r.get(key)) - base["median"]) / epo for r in rs
+                     if num(r.get(key)) is not None])
+            ev = [num(r.get("events")) for r in rs]
+            if any(e is not None for e in ev):
+                row["events"] = stats(ev)
+                row["lost"] = {"total": sum(num(r.get("lost")) or 0 for r in rs),
+                               "max": max(num(r.get("lost")) or 0 for r in rs)}
+                if c != "bpftrace":
+                    row["bytes_per_event"] = stats(
+                        [num(r["bytes"]) / num(r["events"]) for r in rs
+                         if num(r.get("bytes")) is not None and num(r.get("events"))])
+                # pagetrace record reports its own CPU time; the others are
+                # measured by pt_work rusage (recorder and its children).
+                if c.startswith("pt-"):
+                    cpu = [num(r.get("cpu_user_s")) + num(r.get("cpu_sys_s")) for r in rs
+                           if num(r.get("cpu_user_s")) is not None]
+                else:
+                    cpu = [num(r.get("rec_user")) + num(r.get("rec_sys")) for r in rs
+                           if num(r.get("rec_user")) is not None]
+                row["recorder_cpu_s"] = stats(cpu)
+            rows[c] = row
+        for c, row in rows.items():
+            a = row.get("added_ns_per_event")
+            row["ratio"] = {}
+            for p in PEERS:
+                pa = rows.get(p, {}).get("added_ns_per_event")
+                if a and pa and pa["median"] > 0 and c != p:
+                    row["ratio"][p] = a["median"] / pa["median"]
+        out[w] = {"doc": WORKLOAD_DOC.get(w, w), "metric": key, "events_per_op": epo,
+                  "events_per_op_from": epo_from, "contenders": rows}
+    return out
+
+
+def fmt(s, prec=0, unit=""):
+    if not s:
+        return "–"
+    f = f"{{:.{prec}f}}"
+    if s["n"] == 1:
+        return f.format(s["median"]) + unit
+    return f"{f.format(s['median'])}{unit} ({f.format(s['min'])}–{f.format(s['max'])})"
+
+
+def markdown(summary, unavailable, meta):
+    L = [f"# pagetrace overhead: {meta['kernel']}", "",
+         f"{meta['date']}; {meta['setup']}; {meta['runs']} runs per contender and "
+         "workload, interleaved, in one boot.  Medians (min–max).  TCG inflates "
+         "and scatters times: compare ratios within this run, not absolute ns.", "",
+         "Added ns/event = (ns/op − ns/op of *none*) / events per op.  ×peer = "
+         "this row's median added ns/event divided by the peer's.  B/event = "
+         "recorder file size / events it recorded, headers included.  Recorder "
+         "CPU = user + sys seconds of the recording process(es) for the run.", ""]
+    for w, ws in summary.items():
+        L += [f"## {w}: {ws['doc']}", "",
+              f"ns/op metric: `{ws['metric']}`; events per op: "
+              + (f"{ws['events_per_op']:.2f} ({ws['events_per_op_from']})" if ws["events_per_op"]
+                 else "unknown (no pagetrace run)"), "",
+              "| contender | ns/op | added ns/event | ×trace-cmd | ×ftrace-raw | ×perf | ×bpftrace "
+              "| B/event | events | lost (max) | recorder CPU s |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for c, r in ws["contenders"].items():
+            rat = [f"{r['ratio'][p]:.2f}" if p in r["ratio"] else "–" for p in PEERS]
+            L.append("| " + " | ".join([
+                c, fmt(r["ns_per_op"]), fmt(r.get("added_ns_per_event")), *rat,
+                fmt(r.get("bytes_per_event"), 2) if c != "bpftrace" and "events" in r
+                else ("0 (counts in a map)" if c == "bpftrace" else "–"),
+                fmt(r.get("events")), f"{r['lost']['max']:.0f}" if "lost" in r else "–",
+                fmt(r.get("recorder_cpu_s"), 2)]) + " |")
+        L.append("")
+    for c, why in unavailable.items():
+        L += [f"**{c}** did not run: {why}", ""]
+    # The issue's goals, one line per workload.
+    L += ["## Goals", "",
+          "| workload | kprobe ×trace-cmd | kprobe ×ftrace-raw | tracepoint ×trace-cmd "
+          "| tracepoint ×ftrace-raw | pagetrace B/event | pagetrace lost | loaded − none ns/op |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for w, ws in summary.items():
+        cs = ws["contenders"]
+        g = lambda c, p: f"{cs[c]['ratio'][p]:.2f}" if c in cs and p in cs[c]["ratio"] else "–"
+        bpe = [cs[c]["bytes_per_event"]["median"] for c in ("pt-kprobe", "pt-tracepoint")
+               if c in cs and cs[c].get("bytes_per_event")]
+        lost = [cs[c]["lost"]["total"] for c in ("pt-kprobe", "pt-tracepoint") if c in cs and "lost" in cs[c]]
+        ld = (f"{cs['loaded']['ns_per_op']['median'] - cs['none']['ns_per_op']['median']:+.0f}"
+              if "loaded" in cs and "none" in cs else "–")
+        L.append(f"| {w} | {g('pt-kprobe', 'trace-cmd')} | {g('pt-kprobe', 'ftrace-raw')} | "
+                 f"{g('pt-tracepoint', 'trace-cmd')} | {g('pt-tracepoint', 'ftrace-raw')} | "
+                 f"{'/'.join(f'{b:.2f}' for b in bpe) or '–'} | {'/'.join(f'{x:.0f}' for x in lost) or '–'} | {ld} |")
+    L += ["", "Goals (the issue): kprobe ≤ 0.3× and tracepoint ≤ 0.2× ftrace's added ns/event; "
+          "≤ 8.3 B/event; 0 lost; no cost when loaded without a session.", ""]
+    return "\n".join(L)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results")
+    ap.add_argument("--kernel", default="?")
+    ap.add_argument("--setup", default="")
+    ap.add_argument("--md")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    runs, unavailable = parse(a.results)
+    if not runs:
+        sys.exit(f"bench-report: no runs in {a.results}")
+    meta = {"kernel": a.kernel, "setup": a.setup,
+            "date": datetime.date.today().isoformat(),
+            "runs": max(int(r["run"]) for r in runs)}
+    summary = summarize(runs)
+    md = markdown(summary, unavailable, meta)
+    if a.md:
+        open(a.md, "w").write(md)
+    else:
+        print(md)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({**meta, "unavailable": unavailable, "summary": summary,
+                       "runs": runs}, f, indent=1)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

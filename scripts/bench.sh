@@ -1,0 +1,110 @@
+#!/bin/bash
+# `make bench`: the overhead of pagetrace against ftrace, perf and BPF, on the
+# same workloads in one VM boot.  A figure, not a test: it never fails on
+# slowness (only when something could not run at all).  Run as root on
+# Debian 12 (scripts/deps.sh installs QEMU, the kernels, trace-cmd, perf and
+# bpftrace).
+#
+#   scripts/bench.sh            or   make bench [BENCH_KERNELS="6.1 6.12 rt"]
+#
+# Per kernel flavour: builds pagetrace.ko, bench/pt_bench.ko, the static
+# pagetrace CLI and bench/pt_work; boots the kernel under QEMU
+# (scripts/vm-run.sh) and runs bench/run-guest.sh there, which runs every
+# workload under every contender, BENCH_RUNS rounds:
+#
+#   workloads   k0, k3     pt_bench.ko: alloc_pages + __free_pages of order
+#                          0 or 3 in a kthread on every CPU (2 events/op)
+#               mmap       mmap, touch, munmap anonymous memory (op = a page)
+#               fork       fork + exit + wait (op = one fork)
+#               read       page-cache reads from ext4 after
+#                          fadvise(DONTNEED) (op = a page)
+#   contenders  none, loaded (pagetrace.ko, no session), pt-kprobe and
+#               pt-tracepoint (pagetrace record, hook=kprobe|tracepoint),
+#               trace-cmd (record -e kmem:mm_page_alloc -e kmem:mm_page_free),
+#               ftrace-raw (one cat per CPU of per_cpu/cpuN/trace_pipe_raw),
+#               perf (record -a -e the same two), bpftrace (counting them)
+#
+# Recorders write to tmpfs in the guest.  Results: build/bench/RELEASE/
+# results.txt (one line per run), results.md and results.json
+# (scripts/bench-report.py); the markdown is printed too.
+#
+# Environment: BENCH_KERNELS (default 6.1), BENCH_RUNS (5), BENCH_CPUS (2),
+# BENCH_MEM (MB, 3072: bpftrace's libraries live in the initramfs),
+# BENCH_WORKLOADS, BENCH_CONTENDERS (subsets of the above), and the sizes
+# BENCH_KITERS (per CPU, 50000), BENCH_MMAP_MIB (8) x BENCH_MMAP_ITERS (8),
+# BENCH_FORK_ITERS (150), BENCH_READ_MIB (8) x BENCH_READ_ITERS (8).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+KERNELS=${BENCH_KERNELS:-6.1}
+RUNS=${BENCH_RUNS:-5}
+CPUS=${BENCH_CPUS:-2}
+MEM=${BENCH_MEM:-3072}
+WORKLOADS=${BENCH_WORKLOADS:-k0 k3 mmap fork read}
+CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint trace-cmd ftrace-raw perf bpftrace}
+
+if [ "$(id -u)" = 0 ]; then
+	# shellcheck disable=SC2086 # a list
+	scripts/deps.sh $KERNELS >/dev/null
+fi
+
+echo "== building the static pagetrace CLI and bench/pt_work" >&2
+make -s static >/dev/null
+mkdir -p build/bench
+cc -O2 -Wall -static -o build/bench/pt_work bench/pt_work.c
+
+# The recorders the guest gets, with their libraries (vm-run.sh --bin).
+BINS=()
+for tool in trace-cmd perf bpftrace; do
+	p=$(command -v "$tool" || true)
+	if [ -n "$p" ]; then BINS+=(--bin "$p"); else echo "bench: no $tool on the host" >&2; fi
+done
+
+status=0
+for flavour in $KERNELS; do
+	rel=$(scripts/kernels.sh "$flavour")
+	B=$ROOT/build/bench/$rel
+	S=$B/share
+	echo "== $rel: building pagetrace.ko and pt_bench.ko" >&2
+	make -s kbuild KVER="$rel" >/dev/null
+	mkdir -p "$B/module"
+	for f in Kbuild pt_bench.c; do
+		cmp -s "bench/$f" "$B/module/$f" || cp -p "bench/$f" "$B/module/$f"
+	done
+	make -s -C "/lib/modules/$rel/build" M="$B/module" modules >/dev/null
+
+	rm -rf "$S"
+	mkdir -p "$S"
+	cp "build/$rel/pagetrace.ko" "$B/module/pt_bench.ko" build/static/userspace/pagetrace \
+		build/bench/pt_work bench/run-guest.sh "$S/"
+	cat >"$S/bench.conf" <<-CONF
+	RUNS=$RUNS
+	WORKLOADS="$WORKLOADS"
+	CONTENDERS="$CONTENDERS"
+	KITERS=${BENCH_KITERS:-50000}
+	MMAP_MIB=${BENCH_MMAP_MIB:-8}
+	MMAP_ITERS=${BENCH_MMAP_ITERS:-8}
+	FORK_ITERS=${BENCH_FORK_ITERS:-150}
+	READ_MIB=${BENCH_READ_MIB:-8}
+	READ_ITERS=${BENCH_READ_ITERS:-8}
+	CONF
+	printf '#!/bin/sh\nexec sh /mnt/host/run-guest.sh\n' >"$S/run.sh"
+
+	echo "== $rel: booting under QEMU ($CPUS CPUs, $MEM MB; console: ${S#"$ROOT"/}/console.log)" >&2
+	t0=$SECONDS
+	if ! scripts/vm-run.sh --kernel "$rel" --share "$S" --cpus "$CPUS" --mem "$MEM" \
+		--timeout "${BENCH_TIMEOUT:-5400}" "${BINS[@]}" >"$B/vm.log" 2>&1; then
+		tail -n 30 "$B/vm.log" >&2
+		echo "bench: the VM run for $rel failed (log: ${B#"$ROOT"/}/vm.log)" >&2
+		status=1
+		[ -s "$S/results.txt" ] || continue
+	fi
+	echo "== $rel: done in $((SECONDS - t0)) s" >&2
+	vmsetup="QEMU TCG, -cpu max, $CPUS vCPUs, $MEM MB, host $(nproc) CPUs ($(
+		awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
+	python3 scripts/bench-report.py --kernel "$rel" --setup "$vmsetup" \
+		--md "$B/results.md" --json "$B/results.json" "$S/results.txt"
+	cat "$B/results.md"
+done
+exit $status
