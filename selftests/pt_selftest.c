@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,4 +193,134 @@ uint64_t pt_st_mono_ns(void)
 uint64_t pt_st_mono_to_trace(const struct pagetrace_header *h, uint64_t mono)
 {
 	return mono - h->start_mono_ns + h->start_ns;
+}
+
+int pt_st_mod_load(const char *params)
+{
+	const char *ko = getenv("PAGETRACE_KO");
+	int fd, ret, err;
+
+	fd = open(ko && *ko ? ko : "./pagetrace.ko", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0);
+	err = errno;
+	close(fd);
+	return ret ? -err : 0;
+}
+
+int pt_st_mod_unload(void)
+{
+	return syscall(SYS_delete_module, "pagetrace", O_NONBLOCK) ? -errno : 0;
+}
+
+int pt_st_mod_loaded(void)
+{
+	return access("/sys/module/pagetrace/initstate", F_OK) == 0;
+}
+
+int pt_st_mod_reload(const char *params)
+{
+	int ret, i;
+
+	/*
+	 * A test process the harness killed may still be exiting (its
+	 * waitpid() returns early on SIGALRM), holding the device for a
+	 * moment: give it a second.
+	 */
+	for (i = 0; pt_st_mod_loaded(); i++) {
+		ret = pt_st_mod_unload();
+		if (!ret)
+			break;
+		if (ret != -EWOULDBLOCK || i == 100)
+			return ret;
+		usleep(10000);
+	}
+	ret = pt_st_mod_load(params);
+	if (ret)
+		return ret;
+	for (i = 0; i < 200; i++) {
+		if (access("/dev/pagetrace", F_OK) == 0)
+			return 0;
+		usleep(10000);
+	}
+	return -ENODEV;
+}
+
+int pt_st_kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0 && lseek(fd, 0, SEEK_END) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int pt_st_kmsg_splats(int fd, char *out, size_t len)
+{
+	static const char *const bad[] = {
+		"BUG:", "WARNING:", "Oops", "KASAN", "lockdep",
+		"possible recursive locking", "possible circular locking",
+		"sleeping function called from invalid context",
+		"suspicious RCU usage", "Call Trace", "general protection",
+		"UBSAN", "list_add corruption", "list_del corruption",
+	};
+	char rec[8192];
+	size_t used = 0;
+	int found = 0;
+	bool oom = false;
+
+	if (len)
+		out[0] = 0;
+	for (;;) {
+		ssize_t n = read(fd, rec, sizeof(rec) - 1);
+		char *msg;
+
+		if (n < 0 && errno == EPIPE)
+			continue;	/* overrun; go on with what is left */
+		if (n <= 0)
+			break;
+		rec[n] = 0;
+		msg = strchr(rec, ';');
+		msg = msg ? msg + 1 : rec;
+		/*
+		 * An OOM kill report dumps the stack of the task that
+		 * invoked the killer: expected under memory pressure, not a
+		 * kernel problem.  Its "Call Trace" is not a splat.
+		 */
+		if (strstr(msg, "invoked oom-killer:"))
+			oom = true;
+		else if (strstr(msg, "Killed process") || strstr(msg, "Out of memory"))
+			oom = false;
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			if (!strstr(msg, bad[i]) ||
+			    (oom && !strcmp(bad[i], "Call Trace")))
+				continue;
+			found++;
+			if (used + 1 < len)
+				used += snprintf(out + used, len - used, "%s", msg);
+			if (used >= len)
+				used = len - 1;
+			break;
+		}
+	}
+	return found;
+}
+
+int pt_st_stats(int dev, struct pagetrace_cpu_stats *cpus, unsigned int nr,
+		uint64_t *missed)
+{
+	struct pagetrace_stats st = {
+		.cpus = (uintptr_t)cpus,
+		.nr_cpus = nr,
+	};
+
+	memset(cpus, 0, nr * sizeof(*cpus));
+	if (ioctl(dev, PAGETRACE_IOC_STATS, &st))
+		return -errno;
+	if (missed)
+		*missed = st.probe_missed;
+	return 0;
 }

@@ -42,4 +42,28 @@ uint64_t pt_st_mono_ns(void);
 /* A CLOCK_MONOTONIC time on the trace clock, by the header's pair. */
 uint64_t pt_st_mono_to_trace(const struct pagetrace_header *h, uint64_t mono);
 
+/*
+ * Loading and unloading pagetrace.ko ($PAGETRACE_KO, default
+ * ./pagetrace.ko): 0 or -errno.  pt_st_mod_reload() unloads it if loaded,
+ * loads it with @params and waits for /dev/pagetrace.
+ */
+int pt_st_mod_load(const char *params);
+int pt_st_mod_unload(void);
+int pt_st_mod_reload(const char *params);
+int pt_st_mod_loaded(void);
+
+/*
+ * The kernel log: pt_st_kmsg_open() returns an fd positioned at the end;
+ * pt_st_kmsg_splats() reads what was logged since and copies the lines
+ * that show a kernel problem (BUG, WARNING, KASAN, lockdep, sleeping in
+ * atomic context, suspicious RCU usage, Oops, Call Trace) to @out.
+ * Returns how many there were.
+ */
+int pt_st_kmsg_open(void);
+int pt_st_kmsg_splats(int fd, char *out, size_t len);
+
+/* PAGETRACE_IOC_STATS for @nr CPUs: 0 or -errno; @missed may be NULL. */
+int pt_st_stats(int dev, struct pagetrace_cpu_stats *cpus, unsigned int nr,
+		uint64_t *missed);
+
 #endif /* PT_SELFTEST_H */
