@@ -3,6 +3,11 @@
 # make              pagetrace.ko for KVER (built here, like any out-of-tree
 #                   module) and the userspace library + pagetrace CLI
 # make check        every test: scripts/check.sh (root; installs what it needs)
+# make check-debug  the selftests on a 6.1 debug kernel (KASAN, lockdep,
+#                   PROVE_RCU, DEBUG_ATOMIC_SLEEP, DEBUG_LIST) built once by
+#                   scripts/debug-kernel.sh into PT_DEBUG_KERNEL_CACHE
+# make stress       make check with the long stress tests: 60 s storms,
+#                   10000 open/close cycles, 100 reloads (hours under TCG)
 # make bench        overhead against ftrace, perf and bpftrace in a VM:
 #                   scripts/bench.sh (root; BENCH_KERNELS, default 6.1)
 # make lint         checkpatch --strict and sparse, for KVER
@@ -82,6 +87,15 @@ userspace:
 
 check:
 	@scripts/check.sh
+
+check-debug:
+	@KERNELS=debug scripts/check.sh
+
+stress:
+	@PT_STRESS_SECONDS=$${PT_STRESS_SECONDS:-60} PT_STRESS_BUDGET=0 \
+	 PT_HOSTILE_ITERS=$${PT_HOSTILE_ITERS:-200000} \
+	 TEST_TIMEOUT=$${TEST_TIMEOUT:-14400} VM_TIMEOUT=$${VM_TIMEOUT:-21600} \
+	 scripts/check.sh
 
 bench:
 	@BENCH_KERNELS="$(BENCH_KERNELS)" scripts/bench.sh
