@@ -70,20 +70,35 @@ static int pt_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-/* Bytes of the header not yet returned; under read_lock. */
+/*
+ * The stream's prefix: the header, then the snapshot chunks.  Returns the
+ * bytes of it not yet returned that fit; under read_lock.
+ */
 static ssize_t pt_read_header(struct pt_session *sess, char __user *buf,
 			      size_t count)
 {
-	size_t n;
+	size_t done = 0;
 
 	lockdep_assert_held(&sess->read_lock);
-	if (sess->read_off >= sess->header_size)
-		return 0;
-	n = min_t(size_t, count, sess->header_size - sess->read_off);
-	if (copy_to_user(buf, sess->header + sess->read_off, n))
-		return -EFAULT;
-	sess->read_off += n;
-	return n;
+	while (done < count &&
+	       sess->read_off < sess->header_size + sess->snap_len) {
+		const void *src;
+		size_t n;
+
+		if (sess->read_off < sess->header_size) {
+			src = sess->header + sess->read_off;
+			n = sess->header_size - sess->read_off;
+		} else {
+			src = sess->snap + (sess->read_off - sess->header_size);
+			n = sess->header_size + sess->snap_len - sess->read_off;
+		}
+		n = min_t(size_t, n, count - done);
+		if (copy_to_user(buf + done, src, n))
+			return done ? done : -EFAULT;
+		sess->read_off += n;
+		done += n;
+	}
+	return done;
 }
 
 /* Claim the session's chunks for @who; under read_lock. */
@@ -174,7 +189,7 @@ static __poll_t pt_poll(struct file *file, poll_table *wait)
 	poll_wait(file, &sess->wq, wait);
 	/* A mapping reader has the header in the meta area. */
 	if (READ_ONCE(sess->consumer) != PT_CONSUMER_MMAP &&
-	    READ_ONCE(sess->read_off) < sess->header_size)
+	    READ_ONCE(sess->read_off) < sess->header_size + sess->snap_len)
 		return EPOLLIN | EPOLLRDNORM;
 	if (pt_readable(sess))
 		return EPOLLIN | EPOLLRDNORM;

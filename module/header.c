@@ -5,6 +5,7 @@
  *   struct pagetrace_header            64 bytes
  *   REC_RELEASE   utsname release      what kernel the PFNs belong to
  *   REC_SESSION   nr_bufs, backend...  how the session was set up
+ *   REC_SNAPSHOT  walk time, runs...   the memory map at start (if taken)
  *   REC_ZONE      one per populated zone, so decoders can map PFNs to
  *                 nodes and zones without /proc
  *   REC_END
@@ -44,7 +45,7 @@ static void pt_rec_put(void **pos, u32 type, const void *payload, u32 size)
  * for_each_populated_zone() uses symbols modules cannot reach, so walk the
  * online nodes' zone arrays instead.
  */
-static struct zone *pt_next_zone(struct zone *zone)
+struct zone *pt_next_zone(struct zone *zone)
 {
 	int nid;
 
@@ -94,6 +95,7 @@ int pt_header_build(struct pt_session *sess)
 	/* Zones can come and go with memory hotplug: leave room for that. */
 	size = sizeof(*h) + pt_rec_space(strlen(release) + 1) +
 	       pt_rec_space(sizeof(info)) +
+	       pt_rec_space(sizeof(struct pagetrace_rec_snapshot)) +
 	       (pt_nr_zones() + 4) * pt_rec_space(sizeof(struct pagetrace_rec_zone)) +
 	       pt_rec_space(0);
 	h = kzalloc(size, GFP_KERNEL);
@@ -118,6 +120,14 @@ int pt_header_build(struct pt_session *sess)
 	pos = h + 1;
 	pt_rec_put(&pos, PAGETRACE_REC_RELEASE, release, strlen(release) + 1);
 	pt_rec_put(&pos, PAGETRACE_REC_SESSION, &info, sizeof(info));
+	if (sess->header_flags & PAGETRACE_FLAG_SNAPSHOT) {
+		/* Filled in by pt_snapshot_build(), before anyone reads. */
+		struct pagetrace_rec_snapshot snap = { };
+
+		sess->snap_rec_off = pos + sizeof(struct pagetrace_record) -
+				     (void *)h;
+		pt_rec_put(&pos, PAGETRACE_REC_SNAPSHOT, &snap, sizeof(snap));
+	}
 	while ((zone = pt_next_zone(zone))) {
 		struct pagetrace_rec_zone z = {
 			.node = pt_le32(zone_to_nid(zone)),

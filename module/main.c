@@ -103,6 +103,8 @@ int pt_session_start(struct pt_session **out)
 	sess->flush_ms = READ_ONCE(pt_flush_ms);
 	sess->backend = pt_hooks_backend();
 	sess->header_flags = PAGETRACE_CLOCK_LOCAL;
+	if (pt_snapshot_wanted())
+		sess->header_flags |= PAGETRACE_FLAG_SNAPSHOT;
 	sess->rd_cpu = -1;
 	mutex_init(&sess->read_lock);
 	mutex_init(&sess->flush_lock);
@@ -126,11 +128,23 @@ int pt_session_start(struct pt_session **out)
 	ret = pt_hooks_register(sess->backend);
 	if (ret)
 		goto clear_live;
+	/*
+	 * The memory map, with the probes already attached: a page allocated
+	 * or freed meanwhile shows up in the snapshot or as an event (or
+	 * both), never in neither.
+	 */
+	if (sess->header_flags & PAGETRACE_FLAG_SNAPSHOT) {
+		ret = pt_snapshot_build(sess);
+		if (ret)
+			goto unregister_hooks;
+	}
 	schedule_delayed_work(&sess->flush_work,
 			      msecs_to_jiffies(sess->flush_ms));
 	*out = sess;
 	return 0;
 
+unregister_hooks:
+	pt_hooks_unregister();
 clear_live:
 	RCU_INIT_POINTER(pt_live, NULL);
 	synchronize_rcu();
@@ -183,6 +197,7 @@ unlock:
 /* Free a stopped session; nothing may use it any more. */
 void pt_session_free(struct pt_session *sess)
 {
+	pt_snapshot_free(sess);
 	pt_buffers_free(sess);
 	kfree(sess->header);
 	kfree(sess);

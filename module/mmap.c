@@ -8,6 +8,7 @@
  *                                       a copy of the stream header
  *   [data_offset + cpu * ring_size,     CPU cpu's nr_bufs buffers, exactly
  *    ... + ring_size)                   the memory the writer fills
+ *   [snapshot_offset, mmap_size)        the snapshot chunks (snapshot.c)
  *
  * Each piece is its own vmalloc_user() area; a page fault finds the page
  * behind an offset with vmalloc_to_page() (as perf does for its vmalloc'ed
@@ -98,6 +99,21 @@ void pt_meta_set_flags(struct pt_session *sess, u32 set, u32 clear)
 	smp_store_release(&sess->meta->flags, flags);
 }
 
+/**
+ * pt_meta_add_snapshot - show the snapshot chunks after the last ring
+ * @sess: a session whose snapshot was just taken, before open() returns
+ *
+ * No mapping can exist yet, so the mapping may still grow.
+ */
+void pt_meta_add_snapshot(struct pt_session *sess)
+{
+	sess->snap_offset = sess->mmap_size;
+	sess->mmap_size += PAGE_ALIGN(sess->snap_len);
+	sess->meta->snapshot_offset = sess->snap_offset;
+	sess->meta->snapshot_size = sess->snap_len;
+	sess->meta->mmap_size = sess->mmap_size;
+}
+
 /* The kernel address behind mapping offset @off, or NULL past the end. */
 static void *pt_mmap_addr(struct pt_session *sess, u64 off)
 {
@@ -105,6 +121,8 @@ static void *pt_mmap_addr(struct pt_session *sess, u64 off)
 
 	if (off < sess->meta_size)
 		return (void *)sess->meta + off;
+	if (sess->snap && off >= sess->snap_offset && off < sess->mmap_size)
+		return sess->snap + (off - sess->snap_offset);
 	off -= sess->meta_size;
 	cpu = div64_u64(off, sess->ring_size);
 	if (cpu >= sess->nr_cpus || !cpu_possible(cpu))

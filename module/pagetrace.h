@@ -132,6 +132,12 @@ struct pt_session {
 
 	void			*header;	/* the stream header */
 	unsigned int		header_size;
+	unsigned int		snap_rec_off;	/* REC_SNAPSHOT payload, or 0 */
+
+	/* The memory map at start (snapshot.c): set up before open returns */
+	void			*snap;		/* snapshot chunks, vmalloc_user */
+	size_t			snap_len;	/* their bytes */
+	u64			snap_offset;	/* where the mapping shows them */
 	u32			header_flags;
 
 	/* The mapping: meta area, then one ring per CPU (see mmap.c) */
@@ -196,11 +202,18 @@ bool pt_reader_drained(struct pt_session *sess);
 
 /* mmap.c */
 int pt_meta_init(struct pt_session *sess);
+void pt_meta_add_snapshot(struct pt_session *sess);
 void pt_meta_set_flags(struct pt_session *sess, u32 set, u32 clear);
 int pt_mmap(struct file *file, struct vm_area_struct *vma);
 
 /* header.c */
 int pt_header_build(struct pt_session *sess);
+struct zone *pt_next_zone(struct zone *zone);
+
+/* snapshot.c */
+bool pt_snapshot_wanted(void);
+int pt_snapshot_build(struct pt_session *sess);
+void pt_snapshot_free(struct pt_session *sess);
 
 /* hooks.c */
 unsigned int pt_hooks_backend(void);

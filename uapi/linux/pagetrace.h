@@ -113,6 +113,7 @@ struct pagetrace_record {
 #define PAGETRACE_REC_RELEASE	1	/* utsname release, NUL-terminated */
 #define PAGETRACE_REC_ZONE	2	/* struct pagetrace_rec_zone */
 #define PAGETRACE_REC_SESSION	3	/* struct pagetrace_rec_session */
+#define PAGETRACE_REC_SNAPSHOT	4	/* struct pagetrace_rec_snapshot */
 
 /**
  * struct pagetrace_rec_zone - one populated zone of one node
@@ -148,6 +149,25 @@ struct pagetrace_rec_session {
 	__u32	backend;
 	__u32	flush_ms;
 	__u32	reserved[5];
+};
+
+/**
+ * struct pagetrace_rec_snapshot - the memory map taken at session start
+ * @walk_ns: how long the walk over every zone took
+ * @runs: alloc events in the snapshot chunks (runs of allocated pages)
+ * @pages: pages in those runs
+ * @unlisted: runs that found no room (also the last snapshot chunk's lost)
+ * @reserved: 0
+ *
+ * Present when the header flags have PAGETRACE_FLAG_SNAPSHOT; the snapshot
+ * chunks follow the header, before any other chunk.
+ */
+struct pagetrace_rec_snapshot {
+	__u64	walk_ns;
+	__u64	runs;
+	__u64	pages;
+	__u64	unlisted;
+	__u64	reserved[4];
 };
 
 /* Chunk flags */
@@ -369,6 +389,9 @@ struct pagetrace_stats {
  *                |   buffer 1 ...                  |
  *   + ring_size  +---------------------------------+
  *                | CPU 1's ring ...                |
+ *   snapshot_off +---------------------------------+  after the last ring
+ *                | snapshot chunks (snapshot_size) |  write these second
+ *                | zero padding to a page          |
  *                +---------------------------------+  mmap_size
  *
  * Every buffer is laid out as one chunk of the stream: struct
@@ -430,6 +453,9 @@ struct pagetrace_stats {
  * @data_offset: offset of CPU 0's ring (= meta_size)
  * @ring_size: bytes of one CPU's ring (nr_bufs * chunk_size)
  * @mmap_size: bytes of the whole mapping
+ * @snapshot_offset: offset of the snapshot chunks (after the last ring)
+ * @snapshot_size: their bytes, 0 without a snapshot; write them right
+ *		   after the header
  * @reserved: 0
  */
 struct pagetrace_meta {
@@ -449,7 +475,9 @@ struct pagetrace_meta {
 	__u64	data_offset;
 	__u64	ring_size;
 	__u64	mmap_size;
-	__u64	reserved[22];
+	__u64	snapshot_offset;
+	__u64	snapshot_size;
+	__u64	reserved[20];
 };
 
 /**

@@ -738,13 +738,13 @@ static int open_output(struct rec *r)
 	return 0;
 }
 
-static int write_header(struct rec *r)
+/* Write @len bytes of the mapping from @off; 0 or -1 (reported). */
+static int write_mapped(struct rec *r, uint64_t off, size_t len)
 {
-	const char *h = (const char *)r->map + r->meta->header_offset;
-	size_t left = r->meta->header_size;
+	const char *p = (const char *)r->map + off;
 
-	while (left) {
-		ssize_t w = write(r->out, h, left);
+	while (len) {
+		ssize_t w = write(r->out, p, len);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -752,10 +752,19 @@ static int write_header(struct rec *r)
 			write_failed(r, w < 0 ? errno : EIO);
 			return -1;
 		}
-		h += w;
-		left -= w;
+		p += w;
+		len -= w;
 	}
-	r->file_off = r->meta->header_size;
+	return 0;
+}
+
+/* The stream's prefix: the header, then the memory map at start. */
+static int write_header(struct rec *r)
+{
+	if (write_mapped(r, r->meta->header_offset, r->meta->header_size) ||
+	    write_mapped(r, r->meta->snapshot_offset, r->meta->snapshot_size))
+		return -1;
+	r->file_off = r->meta->header_size + r->meta->snapshot_size;
 	return 0;
 }
 

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The memory map at session start: which pages are allocated when the
+ * session begins, so that the pages in use at any time of the trace are
+ * the snapshot plus the allocations minus the frees and reclaims.
+ *
+ * The snapshot is a run of chunks flagged PAGETRACE_CHUNK_SNAPSHOT, laid
+ * out back to back in one vmalloc'd area exactly as they appear in the
+ * stream, so readers copy it as one byte range after the header:
+ *
+ *   snap -> +-----------------------------+
+ *           | pagetrace_chunk (SNAPSHOT)  |  seq 0; the last one's lost =
+ *           | pid(cpu) sync(start) alloc  |  runs not listed for want of
+ *           | alloc ... (delta 0)         |  room (0 in practice)
+ *           +-----------------------------+  32 + 8 * nr_words bytes
+ *           | next snapshot chunk ...     |
+ *           +-----------------------------+  snap_len bytes in all
+ *
+ * Each alloc event is a run of consecutive allocated pages (not one
+ * allocation: a run may span several blocks, and a run of 1024 pages or
+ * more is a large event), stamped with the session's start time.
+ *
+ * How the walk decides, page by page, without the zone lock (so without
+ * stopping the allocator):
+ *  - a PageBuddy page heads a free block of 2^page_private() pages: skip
+ *    it whole;
+ *  - the head of a compound page is allocated with all its tails;
+ *  - any other page with a zero reference count is free (on a per-CPU
+ *    free list, or frozen for a moment): skip it;
+ *  - everything else is allocated, reserved memory included.
+ * Known inexactness, documented in Documentation/pagetrace/design.rst:
+ * the tail pages of a non-compound block (alloc_pages() without
+ * __GFP_COMP) have a zero count and are taken as free; a page whose
+ * refcount is frozen at the instant of the walk is taken as free; and the
+ * allocator runs during the walk.  The walk happens after the probes are
+ * attached, so a page allocated during it can appear both in the snapshot
+ * and as an allocation event, and one freed during it as a free of a page
+ * the snapshot does not list; none is missed by both.
+ */
+#include <linux/memory_hotplug.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/moduleparam.h>
+#include <linux/page-flags.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/smp.h>
+#include <linux/string.h>
+#include <linux/vmalloc.h>
+
+#include "pagetrace.h"
+
+/*
+ * snapshot=0 skips the walk (a large machine's memory map takes a while);
+ * read when a session starts, like the other parameters.
+ */
+static bool pt_snapshot_on = true;
+module_param_named(snapshot, pt_snapshot_on, bool, 0644);
+MODULE_PARM_DESC(snapshot,
+		 "List the pages allocated at session start (default 1)");
+
+bool pt_snapshot_wanted(void)
+{
+	return READ_ONCE(pt_snapshot_on);
+}
+
+struct pt_snap_writer {
+	struct pt_session	*sess;
+	void			*area;		/* NULL: only count */
+	size_t			size;		/* bytes of area */
+	size_t			len;		/* bytes used by closed chunks */
+	struct pagetrace_chunk	*chunk;		/* open chunk */
+	struct pagetrace_chunk	*last;		/* last closed chunk */
+	__le64			*words;
+	u32			nr_words;
+	u32			cap;		/* words per chunk */
+	u64			base;		/* time base of every chunk */
+	u16			cpu;
+	u64			runs;		/* alloc events */
+	u64			pages;		/* pages in them */
+	u64			unlisted;	/* runs that found no room */
+	unsigned long		since_resched;	/* pages walked */
+};
+
+/* The largest buddy order: MAX_ORDER - 1 on 6.1, MAX_PAGE_ORDER since 6.8. */
+#ifdef MAX_PAGE_ORDER
+#define PT_MAX_BUDDY_ORDER	MAX_PAGE_ORDER
+#else
+#define PT_MAX_BUDDY_ORDER	(MAX_ORDER - 1)
+#endif
+
+static void pt_snap_close(struct pt_snap_writer *w)
+{
+	struct pagetrace_chunk *ch = w->chunk;
+
+	if (!ch)
+		return;
+	memcpy(ch->magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
+	ch->cpu = pt_le16(w->cpu);
+	ch->flags = pt_le16(PAGETRACE_CHUNK_SNAPSHOT);
+	ch->nr_words = pt_le32(w->nr_words);
+	ch->reserved = 0;
+	ch->seq = 0;
+	/* The last chunk carries the runs that found no room (see below). */
+	ch->lost = 0;
+	w->len += sizeof(*ch) + w->nr_words * sizeof(u64);
+	w->last = ch;
+	w->chunk = NULL;
+}
+
+/* Open a chunk with room for @need words of events, or fail. */
+static bool pt_snap_open(struct pt_snap_writer *w, unsigned int need)
+{
+	size_t bytes = sizeof(struct pagetrace_chunk) + (2 + need) * sizeof(u64);
+
+	if (w->len + bytes > w->size)
+		return false;
+	w->chunk = w->area + w->len;
+	w->words = (__le64 *)(w->chunk + 1);
+	w->words[0] = cpu_to_le64(pagetrace_pid_word(w->cpu));
+	w->words[1] = cpu_to_le64(pagetrace_sync_word(w->base));
+	w->nr_words = 2;
+	/* The chunk may grow up to a full buffer, or to the end of the area. */
+	w->cap = min_t(size_t, w->sess->chunk_size - sizeof(*w->chunk),
+		       w->size - w->len - sizeof(*w->chunk)) / sizeof(u64);
+	return true;
+}
+
+/* Record a run of @npages allocated pages from @pfn. */
+static void pt_snap_run(struct pt_snap_writer *w, unsigned long pfn,
+			unsigned long npages)
+{
+	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
+	u64 word;
+
+	w->runs++;
+	w->pages += npages;
+	if (!w->area)
+		return;
+	if (w->chunk && w->nr_words + need > w->cap)
+		pt_snap_close(w);
+	if (!w->chunk && !pt_snap_open(w, need)) {
+		w->unlisted++;
+		return;
+	}
+	if (need == 1) {
+		word = pagetrace_event_word(0, pfn, npages, PAGETRACE_EV_ALLOC);
+		w->words[w->nr_words++] = cpu_to_le64(word);
+	} else {
+		word = pagetrace_large_event_word(0, pfn, PAGETRACE_EV_ALLOC);
+		w->words[w->nr_words++] = cpu_to_le64(word);
+		w->words[w->nr_words++] = cpu_to_le64(npages);
+	}
+}
+
+/* Walk one zone; see the rules above. */
+static void pt_snap_zone(struct pt_snap_writer *w, struct zone *zone)
+{
+	unsigned long pfn = zone->zone_start_pfn, end = zone_end_pfn(zone);
+	unsigned long run = 0, run_start = 0;
+
+	while (pfn < end) {
+		struct page *page = pfn_to_online_page(pfn);
+		unsigned long step = 1;
+		bool used = false;
+
+		if (++w->since_resched >= 4096) {
+			w->since_resched = 0;
+			cond_resched();
+		}
+		if (!page) {
+			/* A hole or offline memory: the rest of its section. */
+			step = ALIGN(pfn + 1, PAGES_PER_SECTION) - pfn;
+		} else if (PageBuddy(page)) {
+			unsigned long order = page_private(page);
+
+			/* Read without the zone lock: it may just have changed. */
+			if (order <= PT_MAX_BUDDY_ORDER)
+				step = 1UL << order;
+		} else if (PageHead(page)) {
+			step = compound_nr(page);
+			used = true;
+		} else {
+			used = PageTail(page) || page_count(page);
+		}
+		step = min(step, end - pfn);
+		if (used) {
+			if (!run)
+				run_start = pfn;
+			run += step;
+		} else if (run) {
+			pt_snap_run(w, run_start, run);
+			run = 0;
+		}
+		pfn += step;
+	}
+	if (run)
+		pt_snap_run(w, run_start, run);
+}
+
+static void pt_snap_walk(struct pt_snap_writer *w)
+{
+	struct zone *zone = NULL;
+
+	while ((zone = pt_next_zone(zone)))
+		pt_snap_zone(w, zone);
+	pt_snap_close(w);
+	/* Runs the area had no room for count as lost events. */
+	if (w->last)
+		w->last->lost = pt_le64(w->unlisted);
+}
+
+/* Fill the header's REC_SNAPSHOT, and its copy in the meta area. */
+static void pt_snap_record(struct pt_session *sess,
+			   const struct pt_snap_writer *w, u64 walk_ns)
+{
+	struct pagetrace_rec_snapshot rec = {
+		.walk_ns = pt_le64(walk_ns),
+		.runs = pt_le64(w->runs),
+		.pages = pt_le64(w->pages),
+		.unlisted = pt_le64(w->unlisted),
+	};
+
+	if (!sess->snap_rec_off)
+		return;
+	memcpy(sess->header + sess->snap_rec_off, &rec, sizeof(rec));
+	memcpy((void *)sess->meta + sess->meta->header_offset +
+	       sess->snap_rec_off, &rec, sizeof(rec));
+}
+
+/**
+ * pt_snapshot_build - list the pages allocated at session start
+ * @sess: the session, probes attached, before open() returns
+ *
+ * Counts the runs first, then walks again into an area with room to spare
+ * for what the allocator does meanwhile.  The area may be mapped to
+ * userspace, so it comes zeroed from vmalloc_user().  Sleeps.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int pt_snapshot_build(struct pt_session *sess)
+{
+	const struct pagetrace_header *h = sess->header;
+	struct pt_snap_writer w = {
+		.sess = sess,
+		.base = le64_to_cpu((__force __le64)h->start_ns) &
+			~((1ULL << PAGETRACE_TIME_LOST_BITS) - 1),
+		.cpu = raw_smp_processor_id(),
+	};
+	size_t words_per_chunk = (sess->chunk_size -
+				  sizeof(struct pagetrace_chunk)) / sizeof(u64) - 2;
+	u64 t0 = local_clock();
+	size_t words;
+
+	pt_snap_walk(&w);
+	/* Room for 2 words per run, a quarter more runs, and a spare chunk. */
+	words = (w.runs + w.runs / 4 + 64) * 2;
+	w.size = (DIV_ROUND_UP(words, words_per_chunk) + 1) * sess->chunk_size;
+	w.area = vmalloc_user(w.size);
+	if (!w.area)
+		return -ENOMEM;
+	w.runs = 0;
+	w.pages = 0;
+	w.last = NULL;
+	pt_snap_walk(&w);
+
+	sess->snap = w.area;
+	sess->snap_len = w.len;
+	pt_snap_record(sess, &w, local_clock() - t0);
+	pt_meta_add_snapshot(sess);
+	return 0;
+}
+
+void pt_snapshot_free(struct pt_session *sess)
+{
+	vfree(sess->snap);
+	sess->snap = NULL;
+	sess->snap_len = 0;
+}
