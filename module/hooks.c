@@ -50,6 +50,10 @@
  *                         release_free_list(), which turns compaction's
  *                         unused free pages back into allocated pages only
  *                         to free them at once (an alloc, then a free).
+ *   isolate_freepages_range (kretprobe) alloc_contig_range() (gigantic
+ *                         hugetlb pages, virtio-mem): it inlines its
+ *                         post_alloc_hook() calls, so the range it isolates
+ *                         is recorded as one allocation.
  *  free (tracepoint mm_page_free fires in exactly these four)
  *   free_unref_page       (kprobe) orders <= 3 and THP; it tail-jumps to
  *                         __free_pages_ok for the others, so it reports
@@ -347,6 +351,33 @@ static void pt_tp_alloc(void *data, struct page *page, unsigned int order,
 		pt_alloc_page(page, order);
 }
 
+/*
+ * isolate_freepages_range(cc, start_pfn, end_pfn) on 6.12: only
+ * alloc_contig_range() calls it, and takes [start_pfn, return value) off
+ * the free lists for good (its post_alloc_hook() calls are inlined).  One
+ * allocation of that range; the parts it trims are freed page by page.
+ */
+struct pt_contig_data {
+	unsigned long start;
+};
+
+static int pt_contig_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	((struct pt_contig_data *)ri->data)->start =
+		regs_get_kernel_argument(regs, 1);
+	return 0;
+}
+
+static int pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	unsigned long start = ((struct pt_contig_data *)ri->data)->start;
+	unsigned long end = regs_return_value(regs);
+
+	if (end > start)
+		pt_emit(PAGETRACE_EV_ALLOC, start, end - start);
+	return 0;
+}
+
 /* post_alloc_hook(page, order, gfp) */
 static int pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 {
@@ -468,6 +499,9 @@ static const struct pt_hook pt_hook_table[] = {
 	PT_ALLOC(PT_6_12, "__alloc_pages_noprof"),
 	PT_TP(PT_6_12, "mm_page_alloc", pt_tp_alloc),
 	PT_KP(PT_6_12, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
+	{ PT_6_12, PT_ON_ALL, PT_KRETPROBE, "isolate_freepages_range",
+	  .entry = pt_contig_entry, .ret = pt_contig_return,
+	  .data_size = sizeof(struct pt_contig_data) },
 	PT_KP(PT_6_12, PT_ON_KPROBE, "free_unref_page", pt_free_unref_page),
 	PT_KP(PT_6_12, PT_ON_KPROBE, "__free_pages_ok", pt_free),
 	PT_KP(PT_6_12, PT_ON_KPROBE, "free_unref_folios", pt_free_folios),

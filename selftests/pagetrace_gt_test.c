@@ -40,6 +40,7 @@
 struct gt_expect {
 	char		op[32];
 	unsigned int	type;
+	bool		cover;		/* any event covering pfn..pfn+npages */
 	uint64_t	pfn;
 	uint64_t	npages;
 	uint64_t	t0;
@@ -48,6 +49,9 @@ struct gt_expect {
 
 static bool gt_matches(const struct pt_event *ev, const struct gt_expect *e)
 {
+	if (e->cover)
+		return ev->type == e->type && ev->pfn <= e->pfn &&
+		       e->pfn + e->npages <= ev->pfn + ev->npages;
 	return ev->type == e->type && ev->pfn == e->pfn &&
 	       ev->npages == e->npages;
 }
@@ -145,8 +149,9 @@ static int gt_parse(const char *report, struct gt_expect *e, int max,
 		if (sscanf(line, "%31s %15s pfn=%" SCNu64 " npages=%" SCNu64
 			   " t0=%" SCNu64 " t1=%" SCNu64, e[n].op, type,
 			   &e[n].pfn, &e[n].npages, &e[n].t0, &e[n].t1) == 6) {
-			e[n].type = strcmp(type, "alloc") ? PAGETRACE_EV_FREE :
-							    PAGETRACE_EV_ALLOC;
+			e[n].cover = !strcmp(type, "alloc-cover");
+			e[n].type = strncmp(type, "alloc", 5) ? PAGETRACE_EV_FREE :
+								PAGETRACE_EV_ALLOC;
 			n++;
 		} else if (strstr(line, " skip ")) {
 			/* "<op> skip <reason>" */
@@ -200,6 +205,7 @@ GT_OP(vmalloc);
 GT_OP(split_free);
 GT_OP(softirq);
 GT_OP(hardirq);
+GT_OP(contig);
 
 FIXTURE_SETUP(gt)
 {
@@ -228,7 +234,7 @@ FIXTURE_TEARDOWN(gt)
 TEST_F(gt, entry_point)
 {
 	static char report[64 << 10];
-	struct gt_expect e[128];
+	static struct gt_expect e[1024];
 	char skip[256];
 	int n, bad;
 
@@ -240,7 +246,7 @@ TEST_F(gt, entry_point)
 		  PAGETRACE_BACKEND_KPROBE : PAGETRACE_BACKEND_TRACEPOINT,
 		  self->trace.backend);
 
-	n = gt_parse(report, e, 128, skip, sizeof(skip));
+	n = gt_parse(report, e, 1024, skip, sizeof(skip));
 	if (n < 0)
 		SKIP(return, "%s: %s", variant->op, skip);
 	ASSERT_LT(0, n) TH_LOG("no operations reported for %s", variant->op);

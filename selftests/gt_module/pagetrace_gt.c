@@ -13,6 +13,7 @@
  *
  * Report lines:
  *   <op> <alloc|free> pfn=<pfn> npages=<n> t0=<ns> t1=<ns>
+ *   <op> alloc-cover ...       one allocation that covers the range
  *   <op> skip <reason>         the allocation itself failed (no memory)
  *
  * The test pins itself to one CPU, so that the window and the event are
@@ -395,6 +396,34 @@ static void gt_hardirq(const char *op)
  * else in an idle VM allocates, brackets a window on the calling CPU.
  */
 static void gt_marker(const char *op) { gt_pages(op, GFP_KERNEL, 7); }
+/*
+ * alloc_contig_range() on a pageblock we just freed whole: 6.1 reports it
+ * through compaction's split_map_pages(), 6.12 through
+ * isolate_freepages_range(); free_contig_range() frees it page by page.
+ */
+static void gt_contig(const char *op)
+{
+	unsigned long pfn, i, n = 1UL << pageblock_order;
+	struct page *page;
+	u64 t0, t1;
+	int ret;
+
+	page = alloc_pages(GFP_KERNEL | __GFP_NOWARN, pageblock_order);
+	if (!page)
+		return gt_skip(op, "no free pageblock");
+	pfn = page_to_pfn(page);
+	__free_pages(page, pageblock_order);
+	GT_TIMED(ret = alloc_contig_range(pfn, pfn + n, MIGRATE_MOVABLE,
+					  GFP_KERNEL | __GFP_NOWARN));
+	if (ret)
+		return gt_skip(op, "alloc_contig_range failed");
+	/* The free block may have merged with its buddy: any covering one. */
+	gt_event(op, "alloc-cover", pfn, n, t0, t1);
+	GT_TIMED(free_contig_range(pfn, n));
+	for (i = 0; i < n; i++)
+		gt_event(op, "free", pfn + i, 1, t0, t1);
+}
+
 static void gt_order0(const char *op) { gt_pages(op, GFP_KERNEL, 0); }
 static void gt_order3(const char *op) { gt_pages(op, GFP_KERNEL, 3); }
 static void gt_order5(const char *op) { gt_pages(op, GFP_KERNEL, 5); }
@@ -434,6 +463,7 @@ static const struct gt_op {
 	{ "softirq",		gt_softirq },
 	{ "hardirq",		gt_hardirq },
 	{ "marker",		gt_marker },
+	{ "contig",		gt_contig },
 };
 
 static ssize_t gt_write(struct file *file, const char __user *ubuf,
