@@ -16,7 +16,6 @@
 # out-of-tree modules (make -C DIR M=...).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SRC_TAR=${KSRC_TAR:-/usr/src/linux-source-6.1.tar.xz}
 if [ -z "${PT_DEBUG_KERNEL_CACHE:-}" ]; then
 	if mkdir -p /var/cache/pagetrace 2>/dev/null && [ -w /var/cache/pagetrace ]; then
