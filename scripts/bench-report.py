@@ -113,7 +113,9 @@ def summarize(runs):
             row["ratio"] = {}
             for p in PEERS:
                 pa = rows.get(p, {}).get("added_ns_per_event")
-                if a and pa and pa["median"] > 0 and c != p:
+                # Only against a peer whose cost stands out of the noise:
+                # every one of its runs slower than the median of "none".
+                if a and pa and pa["min"] > 0 and c not in (p, "none"):
                     row["ratio"][p] = a["median"] / pa["median"]
         out[w] = {"doc": WORKLOAD_DOC.get(w, w), "metric": key, "events_per_op": epo,
                   "events_per_op_from": epo_from, "contenders": rows}
@@ -127,6 +129,11 @@ def fmt(s, prec=0, unit=""):
     if s["n"] == 1:
         return f.format(s["median"]) + unit
     return f"{f.format(s['median'])}{unit} ({f.format(s['min'])}–{f.format(s['max'])})"
+
+
+def spread(ws):
+    n = ws["contenders"].get("none", {}).get("ns_per_op")
+    return f"{100 * (n['max'] - n['min']) / n['median']:.0f}%" if n and n["median"] else "?"
 
 
 def markdown(summary, unavailable, meta):
@@ -143,6 +150,8 @@ def markdown(summary, unavailable, meta):
               f"ns/op metric: `{ws['metric']}`; events per op: "
               + (f"{ws['events_per_op']:.2f} ({ws['events_per_op_from']})" if ws["events_per_op"]
                  else "unknown (no pagetrace run)"), "",
+              f"Noise: the runs of *none* spread by {spread(ws)} of their median; a ratio is "
+              "given only against a peer whose every run added time (else –).", "",
               "| contender | ns/op | added ns/event | ×trace-cmd | ×ftrace-raw | ×perf | ×bpftrace "
               "| B/event | events | lost (max) | recorder CPU s |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
