@@ -211,7 +211,7 @@ static int cmp_u64(const void *a, const void *b)
 
 /*
  * For each PFN of @pfns, the type of the first event that covers it at or
- * after @from_ns (0 when none).
+ * after @from_ns (0 when none), snapshot chunks left out.
  */
 static void first_types(const struct pt_st_trace *t, const uint64_t *pfns, size_t n,
 			uint64_t from_ns, unsigned char *type)
@@ -223,7 +223,9 @@ static void first_types(const struct pt_st_trace *t, const uint64_t *pfns, size_
 		const struct pt_event *ev = &t->ev[i];
 		uint64_t p;
 
-		if (ev->time_ns < from_ns)
+		/* The memory map at start lists them as in use: not an event. */
+		if (ev->time_ns < from_ns ||
+		    (ev->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT))
 			continue;
 		for (p = ev->pfn; p < ev->pfn + ev->npages; p++) {
 			const uint64_t *hit = bsearch(&p, pfns, n, sizeof(*pfns),
