@@ -118,7 +118,8 @@ $(addprefix $(KSRC)/,$(KSRC_FILES)) &: $(KSRC_TAR)
 # of the module tree (same layout, so relative includes keep working).  Only
 # changed files are copied, keeping rebuilds incremental.
 STAGE_FILES	= Kbuild $(wildcard module/*.[ch] uapi/linux/*.h \
-		  selftests/gt_module/Kbuild selftests/gt_module/*.[ch])
+		  selftests/gt_module/Kbuild selftests/gt_module/*.[ch] \
+		  bench/Kbuild bench/pt_bench.c)
 
 kbuild:
 	@set -e; for f in $(STAGE_FILES); do \
@@ -128,6 +129,8 @@ kbuild:
 	$(MAKE) -C $(KDIR) M=$(BDIR) modules
 	$(if $(wildcard selftests/gt_module/Kbuild),\
 		$(MAKE) -C $(KDIR) M=$(BDIR)/selftests/gt_module modules)
+	$(if $(wildcard bench/Kbuild),\
+		$(MAKE) -C $(KDIR) M=$(BDIR)/bench modules)
 
 # A copy of userspace/, so the static build does not fight the host one.
 static:

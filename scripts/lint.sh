@@ -33,7 +33,8 @@ checkpatch() {
 	local files=() f out rc
 	[ -f "$CHECKPATCH" ] || { echo "lint.sh: $CHECKPATCH missing (make ksrc)" >&2; exit 2; }
 	shopt -s nullglob
-	files=(module/*.c module/*.h uapi/linux/*.h selftests/gt_module/*.c selftests/gt_module/*.h)
+	files=(module/*.c module/*.h uapi/linux/*.h selftests/gt_module/*.c selftests/gt_module/*.h
+	       bench/pt_bench.c)
 	echo "TAP version 13"
 	echo "1..${#files[@]}"
 	# A UAPI header must use __inline__ and cannot use BIT(); checkpatch
@@ -57,6 +58,7 @@ sparse() {
 	[ -f "$bdir/Kbuild" ] || { echo "lint.sh: nothing staged in $bdir (make kbuild)" >&2; exit 2; }
 	dirs=("$bdir")
 	[ -f "$bdir/selftests/gt_module/Kbuild" ] && dirs+=("$bdir/selftests/gt_module")
+	[ -f "$bdir/bench/Kbuild" ] && dirs+=("$bdir/bench")
 	echo "TAP version 13"
 	echo "1..${#dirs[@]}"
 	for d in "${dirs[@]}"; do
