@@ -43,29 +43,39 @@ set -x
 H=/mnt/host
 uname -r
 insmod $H/pagetrace.ko || exit 1
-# The trace is written to tmpfs and copied to the share at the end, so that
-# the reader's own writes do not go through 9p while tracing.
-cat /dev/pagetrace >/tmp/trace.bin &
-reader=$!
-sleep 1
-
-# The workload: a few seconds under QEMU TCG.
-dd if=/dev/zero of=/tmp/big bs=1M count=64 2>&1   # page cache pages (tmpfs)
-rm /tmp/big                                       # ... and their frees
-find / -xdev >/dev/null                           # dentries and inodes
+# The workload, a few seconds under QEMU TCG: page cache, dentries, a
+# fork + exec storm, 9p reads, memcg reclaim (reclaim events) and
+# drop_caches (frees).
+cat >/tmp/workload.sh <<'WORK'
+dd if=/dev/zero of=/tmp/big bs=1M count=64 2>&1
+rm /tmp/big
+find / -xdev >/dev/null
 find /sys/devices >/dev/null
 i=0
-while [ $i -lt 100 ]; do                          # a fork + exec storm
+while [ $i -lt 100 ]; do
 	/bin/true; ls / >/dev/null; echo $i | md5sum >/dev/null
 	i=$((i + 1))
 done
-cat $H/pagetrace >/dev/null                       # 9p page cache reads
-sync; echo 3 >/proc/sys/vm/drop_caches            # reclaim what we cached
-
-# Events reach the reader within 2 x flush_ms (at most 1 s).
-sleep 1
-kill $reader
-wait $reader
+cat /mnt/host/pagetrace >/dev/null
+# ext4 on a loop device: page cache that reclaim can drop (tmpfs cannot
+# be reclaimed without swap).
+dd if=/dev/zero of=/tmp/fs.img bs=1M count=64 2>/dev/null
+d=$(losetup -f) && losetup $d /tmp/fs.img && mke2fs -q $d &&
+	mkdir -p /tmp/fs && mount -t ext4 $d /tmp/fs
+mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
+echo +memory >/sys/fs/cgroup/cgroup.subtree_control
+mkdir -p /sys/fs/cgroup/job
+echo $$ >/sys/fs/cgroup/job/cgroup.procs
+dd if=/dev/zero of=/tmp/fs/cached bs=1M count=32 2>&1
+sync
+echo 32M >/sys/fs/cgroup/job/memory.reclaim 2>/dev/null
+echo $$ >/sys/fs/cgroup/cgroup.procs
+sync; echo 3 >/proc/sys/vm/drop_caches
+WORK
+# pagetrace record stops when the workload exits and writes every event up
+# to then; the trace goes to tmpfs and is copied to the share at the end,
+# so that the recorder's own writes do not go through 9p while tracing.
+$H/pagetrace record -q -o /tmp/trace.bin -- sh /tmp/workload.sh || exit 1
 rmmod pagetrace || exit 1
 cp /tmp/trace.bin $H/trace.bin
 ls -l $H/trace.bin
@@ -84,8 +94,6 @@ cp "$S/trace.bin" "$OUT/trace.bin"
 
 say "pagetrace stats $OUT/trace.bin"
 "$CLI" stats "$OUT/trace.bin" | tee "$OUT/report.txt"
-if "$CLI" --help | grep -q '^  report'; then
-	"$CLI" report "$OUT/trace.bin" >"$OUT/report.html"
-	echo "report: $OUT/report.html"
-fi
+"$CLI" report "$OUT/trace.bin" -o "$OUT/report.html"
+echo "report: $OUT/report.html"
 echo "trace: $OUT/trace.bin ($(stat -c %s "$OUT/trace.bin") bytes), stats: $OUT/report.txt"
