@@ -6,12 +6,14 @@
 #   2. build pagetrace.ko for the 6.1 kernel, the host pagetrace CLI and a
 #      static one for the VM
 #   3. boot the 6.1 kernel under QEMU (scripts/vm-run.sh): load pagetrace.ko,
-#      record /dev/pagetrace while a workload runs (dd to tmpfs, find, a fork
-#      storm, page cache reads), stop the reader, unload the module
-#   4. print `pagetrace stats` of the trace and write it to OUT/report.txt
+#      `pagetrace record -- sh workload.sh` (dd to tmpfs, find, a fork storm,
+#      9p reads, memcg reclaim of ext4 page cache, drop_caches), unload
+#   4. print `pagetrace stats` of the trace (also OUT/report.txt) and draw
+#      OUT/report.html
 #
 # Usage: scripts/main-job.sh [OUT]        OUT defaults to ./out
-# Output: OUT/trace.bin (the v1 stream), OUT/report.txt, OUT/console.log.
+# Output: OUT/trace.bin (the v1 stream), OUT/report.txt, OUT/report.html,
+# OUT/console.log.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
