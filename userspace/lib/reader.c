@@ -189,6 +189,37 @@ static int start_chunk(struct pt_reader *r)
 }
 
 /*
+ * Store event @k of a decode into @out, compact or full.  Inlined into both
+ * decode loops, the fast one and the careful one, with @compact constant.
+ */
+static __attribute__((always_inline)) inline void
+put_event(void *out, unsigned int k, const bool compact, uint64_t w,
+	  uint64_t t, uint64_t npages, uint64_t offset, uint64_t seq,
+	  int64_t task, uint32_t cpu, uint16_t cflags)
+{
+	if (compact) {
+		struct pt_cevent *ce = (struct pt_cevent *)out + k;
+
+		ce->time_ns = t;
+		ce->pfn = pagetrace_word_pfn(w);
+		ce->npages_type = npages << 2 | (w & PAGETRACE_TYPE_MASK);
+	} else {
+		struct pt_event *ev = (struct pt_event *)out + k;
+
+		ev->time_ns = t;
+		ev->pfn = pagetrace_word_pfn(w);
+		ev->npages = npages;
+		ev->offset = offset;
+		ev->seq = seq;
+		ev->task = task;
+		ev->cpu = cpu;
+		ev->chunk_flags = cflags;
+		ev->type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
+		ev->__pad = 0;
+	}
+}
+
+/*
  * Decode words of the current chunk that are in the buffer, up to @max
  * events.  The hot state lives in locals so the loop stays in registers;
  * it is written back once at the end.  Returns events decoded, or an error
@@ -200,7 +231,6 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 	       const bool compact)
 {
 	struct pt_event *evs = out;
-	struct pt_cevent *cevs = out;
 	const unsigned char *p = r->buf + r->pos;
 	uint64_t navail = (r->len - r->pos) / 8;
 	uint64_t left = r->words_left;
@@ -233,26 +263,8 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 			if (unlikely(!((w & PAGETRACE_TYPE_MASK) != 0) |
 				     ((w & PAGETRACE_LARGE) != 0) | (np == 0) | (t < last)))
 				break;
-			if (compact) {
-				struct pt_cevent *ce = &cevs[k];
-
-				ce->time_ns = t;
-				ce->pfn = pagetrace_word_pfn(w);
-				ce->npages_type = np << 2 | (w & PAGETRACE_TYPE_MASK);
-			} else {
-				struct pt_event *ev = &evs[k];
-
-				ev->time_ns = t;
-				ev->pfn = pagetrace_word_pfn(w);
-				ev->npages = np;
-				ev->offset = cur_off(r) + 8 * i;
-				ev->seq = seq;
-				ev->task = task;
-				ev->cpu = cpu;
-				ev->chunk_flags = cflags;
-				ev->type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
-				ev->__pad = 0;
-			}
+			put_event(out, k, compact, w, t, np, cur_off(r) + 8 * i,
+				  seq, task, cpu, cflags);
 			last = t;
 			k++;
 			i++;
@@ -317,26 +329,8 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 				break;
 			}
 			last = t;
-			if (compact) {
-				struct pt_cevent *ce = &cevs[k];
-
-				ce->time_ns = t;
-				ce->pfn = pagetrace_word_pfn(w);
-				ce->npages_type = npages << 2 | (w & PAGETRACE_TYPE_MASK);
-			} else {
-				struct pt_event *ev = &evs[k];
-
-				ev->time_ns = t;
-				ev->pfn = pagetrace_word_pfn(w);
-				ev->npages = npages;
-				ev->offset = cur_off(r) + 8 * at;
-				ev->seq = seq;
-				ev->task = task;
-				ev->cpu = cpu;
-				ev->chunk_flags = cflags;
-				ev->type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
-				ev->__pad = 0;
-			}
+			put_event(out, k, compact, w, t, npages, cur_off(r) + 8 * at,
+				  seq, task, cpu, cflags);
 			k++;
 		} else if (w & PAGETRACE_IS_PID) {
 			uint64_t id = pagetrace_word_id(w);
