@@ -112,8 +112,14 @@ int main(int argc, char **argv)
 		t = base;
 		for (i = 2; i < nr; i++) {
 			w = le(buf + 8 * i, 8);
+			if (pagetrace_word_is_name(w)) {	/* name record: skip */
+				if (i + PAGETRACE_NAME_WORDS > nr)
+					die("name record cut off");
+				i += PAGETRACE_NAME_WORDS - 1;
+				continue;
+			}
 			if (pagetrace_word_is_pid(w)) {	/* a task record: skip */
-				if (!(pagetrace_word_id(w) & PAGETRACE_ID_TASK))
+				if (!pagetrace_word_is_task(w))
 					die("pid word inside a chunk");
 				continue;
 			}

@@ -40,7 +40,10 @@
  *   pid:    [63..3 id][2 1][1..0 0]            id = cpu at the start of a
  *                                              chunk; with bit 60 of id set,
  *                                              a task record (tgid in the
- *                                              low bits)
+ *                                              low bits); with bit 59 set,
+ *                                              a name record: tgid in the
+ *                                              low bits, then 2 words = 16
+ *                                              bytes of comm
  *
  * Every chunk starts with a pid word (its cpu) and a sync word.  A new sync
  * word follows whenever t - base reaches 2^23 ns.
@@ -218,6 +221,18 @@ struct pagetrace_chunk {
 #define PAGETRACE_ID_SHIFT	3
 /* A pid record whose id has this bit is a task record, tgid in bits 31..0. */
 #define PAGETRACE_ID_TASK	_BITULL(60)
+/*
+ * A pid record whose id has this bit (and not PAGETRACE_ID_TASK) is a name
+ * record, tgid in bits 31..0: the next PAGETRACE_NAME_COMM_WORDS words are
+ * not words but PAGETRACE_COMM_LEN bytes, in stream order, of that
+ * process's name (its comm), NUL-padded and not always NUL-terminated.
+ */
+#define PAGETRACE_ID_NAME	_BITULL(59)
+#define PAGETRACE_ID_TGID_MASK	0xffffffffULL
+#define PAGETRACE_COMM_LEN	16
+#define PAGETRACE_NAME_COMM_WORDS 2
+/* Words of a whole name record: the pid word and the comm. */
+#define PAGETRACE_NAME_WORDS	(1 + PAGETRACE_NAME_COMM_WORDS)
 
 /* Encoders.  t and base are ns on the trace clock, t >= base. */
 static inline __u64 pagetrace_sync_word(__u64 t)
@@ -228,6 +243,18 @@ static inline __u64 pagetrace_sync_word(__u64 t)
 static inline __u64 pagetrace_pid_word(__u64 id)
 {
 	return (id << PAGETRACE_ID_SHIFT) | PAGETRACE_IS_PID;
+}
+
+/* A task record: the events after it belong to process @tgid (0: kernel). */
+static inline __u64 pagetrace_task_word(__u32 tgid)
+{
+	return pagetrace_pid_word(PAGETRACE_ID_TASK | tgid);
+}
+
+/* The first word of a name record of process @tgid; its comm follows. */
+static inline __u64 pagetrace_name_word(__u32 tgid)
+{
+	return pagetrace_pid_word(PAGETRACE_ID_NAME | tgid);
 }
 
 /*
@@ -263,6 +290,26 @@ static inline int pagetrace_word_is_pid(__u64 w)
 static inline __u64 pagetrace_word_id(__u64 w)
 {
 	return w >> PAGETRACE_ID_SHIFT;
+}
+
+/* A pid word that is a task record (inside a chunk). */
+static inline int pagetrace_word_is_task(__u64 w)
+{
+	return pagetrace_word_is_pid(w) &&
+	       (pagetrace_word_id(w) & ~PAGETRACE_ID_TGID_MASK) == PAGETRACE_ID_TASK;
+}
+
+/* A pid word that starts a name record (inside a chunk). */
+static inline int pagetrace_word_is_name(__u64 w)
+{
+	return pagetrace_word_is_pid(w) &&
+	       (pagetrace_word_id(w) & ~PAGETRACE_ID_TGID_MASK) == PAGETRACE_ID_NAME;
+}
+
+/* The tgid of a task or name record. */
+static inline __u32 pagetrace_word_tgid(__u64 w)
+{
+	return (__u32)(pagetrace_word_id(w) & PAGETRACE_ID_TGID_MASK);
 }
 
 static inline __u64 pagetrace_word_sync_ns(__u64 w)
