@@ -2,6 +2,7 @@
 #ifndef PAGETRACE_CMD_H
 #define PAGETRACE_CMD_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include "libpagetrace.h"
 
@@ -14,6 +15,8 @@ int cmd_stats(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+/* stats --by task (bytask.c): print per-process totals; 0 or -errno. */
+int stats_by_task(struct pt_reader *r, const char *path, bool json);
 
 /*
  * Open FILE ("-" is stdin) and read its header.  On failure prints

@@ -50,6 +50,11 @@
  *   quick            true with --quick: lifetimes, in_use_end, peak_in_use,
  *                    zones' in_use_end/peak_in_use, unmatched and
  *                    realloc_events were not measured (they read 0)
+ *
+ * --by task --json prints {"tasks": [...], "names_dropped": N} instead
+ * (see cmd/bytask.c): per tgid, by pages allocated, most first:
+ *   {"tgid", "comm", "events": {type: N}, "pages": {type: N}, "in_use_end"}
+ *   tgid 0 is the kernel (interrupts), -1 events before any task record.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -62,8 +67,10 @@
 
 static void stats_usage(FILE *f)
 {
-	fprintf(f, "usage: pagetrace stats [--json] [--go] [--quick] FILE\n"
+	fprintf(f, "usage: pagetrace stats [--json] [--go] [--quick] [--by task] FILE\n"
 		   "  -j, --json   one JSON object (keys documented in cmd/stats.c)\n"
+		   "  -b, --by task  per process: events and pages allocated, freed,\n"
+		   "               reclaimed, and pages still allocated at the end\n"
 		   "  -g, --go     FILE is a Go runtime page trace (GODEBUG=pagetrace)\n"
 		   "  -q, --quick  only what needs no time order, about 20 times faster:\n"
 		   "               no lifetimes, pages in use, peak or unmatched frees\n");
@@ -354,6 +361,7 @@ int cmd_stats(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "go", no_argument, NULL, 'g' },
 		{ "quick", no_argument, NULL, 'q' },
+		{ "by", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -361,11 +369,11 @@ int cmd_stats(int argc, char **argv)
 	struct pt_analysis_params ap = { 0 };
 	struct pt_analysis a;
 	unsigned int flags = 0;
-	bool json = false;
+	bool json = false, by_task = false;
 	const char *path;
 	int c, fd, ret;
 
-	while ((c = getopt_long(argc, argv, "jgqh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jgqb:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -375,6 +383,14 @@ int cmd_stats(int argc, char **argv)
 			break;
 		case 'q':
 			ap.flags |= PT_ANALYSIS_UNORDERED;
+			break;
+		case 'b':
+			if (strcmp(optarg, "task")) {
+				fprintf(stderr, "pagetrace: stats: --by %s: only 'task' is known\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			by_task = true;
 			break;
 		case 'h':
 			stats_usage(stdout);
@@ -392,6 +408,15 @@ int cmd_stats(int argc, char **argv)
 	r = open_trace(path, flags, &fd);
 	if (!r)
 		return EXIT_TRACE;
+	if (by_task) {
+		ret = stats_by_task(r, path, json);
+		close_trace(r, fd);
+		if (ret >= 0 && (fflush(stdout) || ferror(stdout))) {
+			fprintf(stderr, "pagetrace: write error\n");
+			return EXIT_TRACE;
+		}
+		return ret < 0 ? EXIT_TRACE : 0;
+	}
 	ret = pt_analysis_collect(r, &a, &ap);
 	if (ret < 0) {
 		trace_error(path, r, ret);

@@ -367,6 +367,7 @@ void pt_reader_close(struct pt_reader *r)
 	free(r->release);
 	free(r->zones);
 	free(r->cpus);
+	pt_names_free(r);
 	free(r);
 }
 

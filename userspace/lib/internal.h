@@ -77,10 +77,26 @@ struct pt_reader {
 	/* Bytes that must be buffered before the decode loop can go on. */
 	size_t			want;
 
+	/* Task names from name records (names.c), open addressing. */
+	struct pt_name		*names;
+	unsigned int		names_cap;	/* slots, a power of 2 or 0 */
+	unsigned int		nr_names;
+	uint64_t		names_dropped;	/* new tgids past the limit */
+
 	pt_chunk_cb		chunk_cb;
 	void			*chunk_cb_arg;
 	struct pt_reader_counters cnt;
 };
+
+struct pt_name {
+	uint32_t	tgid;
+	bool		used;
+	char		comm[PAGETRACE_COMM_LEN + 1];
+};
+
+/* Remember @comm (PAGETRACE_COMM_LEN bytes) as the name of @tgid. */
+void pt_set_name(struct pt_reader *r, uint32_t tgid, const unsigned char *comm);
+void pt_names_free(struct pt_reader *r);
 
 int pt_set_error(struct pt_reader *r, int err, uint64_t off, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

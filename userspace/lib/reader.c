@@ -335,6 +335,23 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 		} else if (w & PAGETRACE_IS_PID) {
 			uint64_t id = pagetrace_word_id(w);
 
+			if ((id & ~PAGETRACE_ID_TGID_MASK) == PAGETRACE_ID_NAME) {
+				if (i + PAGETRACE_NAME_WORDS > navail) {
+					if (left - i < PAGETRACE_NAME_WORDS) {
+						ret = -EBADMSG;
+						pt_set_error(r, ret, cur_off(r) + 8 * i,
+							     "name record cut off by the end of its chunk");
+						break;
+					}
+					/* Its comm is not read yet. */
+					r->want = 8 * PAGETRACE_NAME_WORDS;
+					break;
+				}
+				pt_set_name(r, (uint32_t)(id & PAGETRACE_ID_TGID_MASK),
+					    p + 8 * (i + 1));
+				i += PAGETRACE_NAME_WORDS;
+				continue;
+			}
 			if (!(id & PAGETRACE_ID_TASK) || (id & TASK_ID_RESERVED)) {
 				ret = -EBADMSG;
 				pt_set_error(r, ret, cur_off(r) + 8 * i,

@@ -256,6 +256,23 @@ void synth_task(struct synth *s, unsigned int cpu, uint32_t tgid)
 	c->task = tgid;
 }
 
+void synth_name(struct synth *s, unsigned int cpu, uint32_t tgid, const char *comm)
+{
+	struct synth_cpu *c = &s->cpus[cpu];
+	unsigned char b[PAGETRACE_COMM_LEN] = { 0 };
+	uint64_t w[PAGETRACE_NAME_COMM_WORDS];
+
+	size_t n = strlen(comm);
+
+	memcpy(b, comm, n < sizeof(b) ? n : sizeof(b));
+	memcpy(w, b, sizeof(w));
+	reserve(s, cpu, c->last, PAGETRACE_NAME_WORDS);
+	c->words[c->nr++] = pagetrace_name_word(tgid);
+	/* Bytes in stream order: words are stored little-endian. */
+	c->words[c->nr++] = le64toh(w[0]);
+	c->words[c->nr++] = le64toh(w[1]);
+}
+
 int synth_write_slowly(int fd, const void *buf, size_t len, unsigned int max_piece,
 		       unsigned int seed)
 {

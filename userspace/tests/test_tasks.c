@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Task and name records: the tgid of each event, the names the stream
+ * carries (last one wins, bounded table), name records cut by buffer and
+ * chunk boundaries, and pagetrace stats --by task.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "synth.h"
+
+#define SEC	1000000000ULL
+
+/* Two CPUs, three processes (see the by_task test for the expected counts). */
+static void task_trace(struct synth *s)
+{
+	synth_init(s, 2, 4096, PAGETRACE_FLAG_TASKS);
+	synth_name(s, 0, 100, "alpha");
+	synth_task(s, 0, 100);
+	synth_event(s, 0, SEC, PAGETRACE_EV_ALLOC, 0x100, 4);
+	synth_event(s, 0, SEC + 1000, PAGETRACE_EV_ALLOC, 0x104, 1);
+	synth_task(s, 0, 0);
+	synth_event(s, 0, SEC + 2000, PAGETRACE_EV_ALLOC, 0x200, 1);
+	synth_name(s, 0, 200, "beta");
+	synth_task(s, 0, 200);
+	synth_event(s, 0, SEC + 3000, PAGETRACE_EV_FREE, 0x100, 4);
+	synth_flush(s, 0, 0);
+	/* Renamed: the 16-byte name is not NUL-terminated. */
+	synth_name(s, 1, 100, "alpha2-0123456789");
+	synth_task(s, 1, 100);
+	synth_event(s, 1, SEC + 4000, PAGETRACE_EV_ALLOC, 0x400, 2);
+	synth_event(s, 1, SEC + 5000, PAGETRACE_EV_RECLAIM, 0x400, 1);
+	synth_flush_all(s);
+}
+
+TEST(names_and_tasks)
+{
+	static const int64_t tasks[] = { 100, 100, 0, 200, 100, 100 };
+	struct pt_event evs[16];
+	struct pt_reader *r;
+	struct synth s;
+	int i, n;
+
+	task_trace(&s);
+	ASSERT_EQ(6, s.nexp);
+	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
+	n = pt_reader_next_batch(r, evs, 16);
+	ASSERT_EQ(6, n) TH_LOG("%s", pt_reader_error(r));
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(tasks[i], evs[i].task);
+		EXPECT_EQ(s.exp[i].pfn, evs[i].pfn);
+	}
+	EXPECT_EQ(0, pt_reader_next_batch(r, evs, 16));
+	EXPECT_EQ(4, pt_reader_counters(r)->tasks);
+	EXPECT_STREQ("alpha2-012345678", pt_reader_task_name(r, 100));
+	EXPECT_STREQ("beta", pt_reader_task_name(r, 200));
+	EXPECT_EQ(NULL, pt_reader_task_name(r, 0));
+	EXPECT_EQ(NULL, pt_reader_task_name(r, 300));
+	EXPECT_EQ(NULL, pt_reader_task_name(r, -1));
+	EXPECT_EQ(0, pt_reader_names_dropped(r));
+	pt_reader_close(r);
+	synth_free(&s);
+}
+
+/* A 64-byte reader buffer: name records straddle every refill. */
+TEST(names_small_buffer)
+{
+	struct pt_reader_params p = { .buf_size = PT_READER_MIN_BUF };
+	struct pt_event ev;
+	struct pt_reader *r;
+	struct synth s;
+	char name[16];
+	int fd, i, n = 0, ret;
+
+	synth_init(&s, 1, 4096, PAGETRACE_FLAG_TASKS);
+	for (i = 1; i <= 50; i++) {
+		snprintf(name, sizeof(name), "t%d", i);
+		synth_name(&s, 0, i, name);
+		synth_task(&s, 0, i);
+		synth_event(&s, 0, SEC + i, PAGETRACE_EV_ALLOC, i, 1);
+	}
+	synth_flush_all(&s);
+	fd = fileno(tmpfile());
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)s.len, write(fd, s.buf, s.len));
+	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+	ASSERT_EQ(0, pt_reader_open_fd_params(&r, fd, &p));
+	while ((ret = pt_reader_next(r, &ev)) == 1) {
+		n++;
+		EXPECT_EQ((int64_t)ev.pfn, ev.task);
+		snprintf(name, sizeof(name), "t%d", (int)ev.task);
+		EXPECT_STREQ(name, pt_reader_task_name(r, ev.task));
+	}
+	EXPECT_EQ(0, ret) TH_LOG("%s", pt_reader_error(r));
+	EXPECT_EQ(50, n);
+	pt_reader_close(r);
+	close(fd);
+	synth_free(&s);
+}
+
+TEST(name_cut_by_chunk_end)
+{
+	uint64_t w[4] = { pagetrace_pid_word(0), pagetrace_sync_word(SEC),
+			  pagetrace_name_word(7), 0x41 };
+	struct pt_event ev;
+	struct pt_reader *r;
+	struct synth s;
+
+	synth_init(&s, 1, 4096, PAGETRACE_FLAG_TASKS);
+	synth_put_chunk(&s, 0, 0, 0, 0, w, 4);
+	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
+	EXPECT_EQ(-EBADMSG, pt_reader_next(r, &ev));
+	EXPECT_TRUE(strstr(pt_reader_error(r), "name record cut off") != NULL)
+		TH_LOG("%s", pt_reader_error(r));
+	pt_reader_close(r);
+	synth_free(&s);
+}
+
+TEST(names_bounded)
+{
+	unsigned int i, extra = 10;
+	struct pt_event ev;
+	struct pt_reader *r;
+	struct synth s;
+
+	synth_init(&s, 1, 1 << 16, PAGETRACE_FLAG_TASKS);
+	for (i = 1; i <= PT_READER_MAX_NAMES + extra; i++)
+		synth_name(&s, 0, i, "n");
+	/* Known ones are still renamed when the table is full. */
+	synth_name(&s, 0, 1, "renamed");
+	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 1, 1);
+	synth_flush_all(&s);
+	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
+	ASSERT_EQ(1, pt_reader_next(r, &ev));
+	ASSERT_EQ(0, pt_reader_next(r, &ev));
+	EXPECT_EQ(extra, pt_reader_names_dropped(r));
+	EXPECT_STREQ("renamed", pt_reader_task_name(r, 1));
+	EXPECT_STREQ("n", pt_reader_task_name(r, PT_READER_MAX_NAMES));
+	EXPECT_EQ(NULL, pt_reader_task_name(r, PT_READER_MAX_NAMES + 1));
+	pt_reader_close(r);
+	synth_free(&s);
+}
+
+static int run_cli(const char *dir, const char *args, char *out, size_t len)
+{
+	const char *env = getenv("PAGETRACE");
+	char cmd[1024], path[256];
+	ssize_t n;
+	int st, fd;
+
+	snprintf(cmd, sizeof(cmd), "cd %s && %s %s >out 2>err", dir,
+		 env ? env : PAGETRACE_BIN, args);
+	st = system(cmd);
+	snprintf(path, sizeof(path), "%s/out", dir);
+	fd = open(path, O_RDONLY);
+	n = fd < 0 ? 0 : read(fd, out, len - 1);
+	out[n < 0 ? 0 : n] = '\0';
+	if (fd >= 0)
+		close(fd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+TEST(stats_by_task)
+{
+	char dir[64] = "/tmp/pagetrace-tasks-XXXXXX", path[128], out[4096];
+	struct synth s;
+	int fd;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	task_trace(&s);
+	snprintf(path, sizeof(path), "%s/t.pt", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)s.len, write(fd, s.buf, s.len));
+	close(fd);
+
+	ASSERT_EQ(0, run_cli(dir, "stats --by task --json t.pt", out, sizeof(out)));
+	EXPECT_STREQ("{\"tasks\": ["
+		     "{\"tgid\": 100, \"comm\": \"alpha2-012345678\", "
+		     "\"events\": {\"alloc\": 3, \"free\": 0, \"reclaim\": 1}, "
+		     "\"pages\": {\"alloc\": 7, \"free\": 0, \"reclaim\": 1}, \"in_use_end\": 2}, "
+		     "{\"tgid\": 0, \"comm\": \"[kernel]\", "
+		     "\"events\": {\"alloc\": 1, \"free\": 0, \"reclaim\": 0}, "
+		     "\"pages\": {\"alloc\": 1, \"free\": 0, \"reclaim\": 0}, \"in_use_end\": 1}, "
+		     "{\"tgid\": 200, \"comm\": \"beta\", "
+		     "\"events\": {\"alloc\": 0, \"free\": 1, \"reclaim\": 0}, "
+		     "\"pages\": {\"alloc\": 0, \"free\": 4, \"reclaim\": 0}, \"in_use_end\": 0}"
+		     "], \"names_dropped\": 0}\n", out);
+
+	ASSERT_EQ(0, run_cli(dir, "stats -b task t.pt", out, sizeof(out)));
+	EXPECT_TRUE(strstr(out, "     100 alpha2-012345678          3          7          0"
+			   "          0          1          1          2\n") != NULL)
+		TH_LOG("%s", out);
+	EXPECT_TRUE(strstr(out, "       0 [kernel]  ") != NULL) TH_LOG("%s", out);
+
+	EXPECT_EQ(2, run_cli(dir, "stats --by cpu t.pt", out, sizeof(out)));
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	EXPECT_EQ(0, system(path));
+	synth_free(&s);
+}
+
+TEST_HARNESS_MAIN
