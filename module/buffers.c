@@ -55,6 +55,7 @@ int pt_buffers_alloc(struct pt_session *sess)
 		}
 		c->cpu = cpu;
 		c->sess = sess;
+		c->tasks = sess->header_flags & PAGETRACE_FLAG_TASKS;
 		c->cap = (sess->chunk_size - sizeof(struct pagetrace_chunk)) /
 			 sizeof(u64);
 		init_irq_work(&c->wake, pt_wake);

@@ -81,6 +81,12 @@ module_param_cb(flush_ms, &pt_param_ops, &pt_flush_ms_param, 0644);
 MODULE_PARM_DESC(flush_ms,
 		 "Flush timer period in ms; events reach the reader within twice this (default 250)");
 
+/* Task and name records (writer.c); read at session start. */
+bool pt_tasks_on = true;
+module_param_named(tasks, pt_tasks_on, bool, 0644);
+MODULE_PARM_DESC(tasks,
+		 "Record which process each event belongs to: task and name records (default 1)");
+
 /**
  * pt_session_start - set up buffers, header and probes for a new session
  * @out: the session, on success
@@ -105,6 +111,8 @@ int pt_session_start(struct pt_session **out)
 	sess->header_flags = PAGETRACE_CLOCK_LOCAL;
 	if (pt_snapshot_wanted())
 		sess->header_flags |= PAGETRACE_FLAG_SNAPSHOT;
+	if (READ_ONCE(pt_tasks_on))
+		sess->header_flags |= PAGETRACE_FLAG_TASKS;
 	sess->rd_cpu = -1;
 	mutex_init(&sess->read_lock);
 	mutex_init(&sess->flush_lock);

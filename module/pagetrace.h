@@ -28,6 +28,11 @@
 struct file;
 struct vm_area_struct;
 
+/* Entries of a CPU's cache of tgids already named in its open chunk. */
+#define PT_NAME_CACHE		64
+/* pt_cpu.task when no task record was written in the open chunk yet. */
+#define PT_TASK_NONE		U32_MAX
+
 /*
  * struct pt_cpu - one CPU's buffers and the state of their handoff
  *
@@ -88,7 +93,11 @@ struct pt_cpu {
 	u64			flushed_seq;	/* seq seen by the last timer tick */
 	u64			overwritten;	/* chunks overwritten (flight) */
 	bool			overwrite;	/* full ring: overwrite the oldest */
+	bool			tasks;		/* write task and name records */
+	u32			task;		/* owner of the last event, see pt_write */
 	struct pagetrace_cpu_stats stats;
+	/* tgids named in the open chunk, direct-mapped; 0: empty */
+	u32			named[PT_NAME_CACHE];
 
 	/* Set up at session start, then read-only */
 	struct pagetrace_meta_cpu *meta ____cacheline_aligned_in_smp;
@@ -180,6 +189,7 @@ static inline u32 pt_from_le32(u32 v) { return le32_to_cpu((__force __le32)v); }
 extern unsigned int pt_buf_size;
 extern unsigned int pt_nr_bufs;
 extern unsigned int pt_flush_ms;
+extern bool pt_tasks_on;
 int pt_session_start(struct pt_session **out);
 void pt_session_stop(struct pt_session *sess);
 void pt_session_free(struct pt_session *sess);

@@ -16,7 +16,9 @@
  * one CPU's timestamps never go backwards within its stream.
  */
 #include <linux/irq_work.h>
+#include <linux/preempt.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/smp.h>
 #include <linux/string.h>
@@ -75,6 +77,9 @@ bool pt_open_chunk(struct pt_cpu *c, u64 now)
 	c->words[0] = cpu_to_le64(pagetrace_pid_word(c->cpu));
 	c->words[1] = cpu_to_le64(pagetrace_sync_word(c->base));
 	c->len = 2;
+	/* Every chunk names its tasks again: chunks may be lost or dropped. */
+	c->task = PT_TASK_NONE;
+	memset(c->named, 0, sizeof(c->named));
 	return true;
 }
 
@@ -129,21 +134,65 @@ static bool pt_reserve(struct pt_cpu *c, u64 now, unsigned int need)
 	return pt_open_chunk(c, now);
 }
 
+/* Words a task change may add before an event: a name and a task record. */
+#define PT_TASK_WORDS	(PAGETRACE_NAME_WORDS + 1)
+
+/*
+ * The events from here on belong to @owner: write a task record, preceded
+ * by a name record unless this chunk named @owner already (as far as the
+ * direct-mapped cache remembers).  The caller reserved PT_TASK_WORDS.
+ * @owner != 0 means we are in task context, so current is its thread; the
+ * name is its group leader's comm, which RCU (we run with interrupts off)
+ * keeps valid even if an exec changes the leader meanwhile.
+ */
+static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
+{
+	u32 *slot = &c->named[owner & (PT_NAME_CACHE - 1)];
+
+	BUILD_BUG_ON(TASK_COMM_LEN != PAGETRACE_COMM_LEN);
+	BUILD_BUG_ON(PAGETRACE_COMM_LEN != 8 * PAGETRACE_NAME_COMM_WORDS);
+	if (owner && *slot != owner) {
+		*slot = owner;
+		c->words[c->len++] = cpu_to_le64(pagetrace_name_word(owner));
+		/* Bytes in stream order; a racing rename may tear it. */
+		memcpy(&c->words[c->len], current->group_leader->comm,
+		       PAGETRACE_COMM_LEN);
+		c->len += PAGETRACE_NAME_COMM_WORDS;
+	}
+	c->words[c->len++] = cpu_to_le64(pagetrace_task_word(owner));
+	c->task = owner;
+}
+
 static void pt_write(struct pt_cpu *c, unsigned int type, unsigned long pfn,
 		     unsigned long npages)
 {
 	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
 	u64 now = local_clock();
+	unsigned int extra = 0;
 	u64 delta, word;
+	u32 owner = 0;
 
-	if (unlikely(!pt_reserve(c, now, need)))
+	/*
+	 * With task records on, the owner of this event: interrupts (hard,
+	 * soft, NMI) belong to the kernel, 0.  A change needs room for a name
+	 * and a task record, reserved with the event so that no rotation
+	 * comes between them; a rotation resets c->task, and a fresh buffer
+	 * has room for them in any case.
+	 */
+	if (c->tasks) {
+		owner = in_task() ? current->tgid : 0;
+		if (unlikely(owner != c->task))
+			extra = PT_TASK_WORDS;
+	}
+
+	if (unlikely(!pt_reserve(c, now, need + extra)))
 		goto lost;
 	/* A time before the base (clock skew after migration) is clamped. */
 	if (unlikely(now < c->base))
 		now = c->base;
 	delta = now - c->base;
 	if (unlikely(delta >= PAGETRACE_TIME_MAX_DELTA)) {
-		if (unlikely(!pt_reserve(c, now, need + 1)))
+		if (unlikely(!pt_reserve(c, now, need + extra + 1)))
 			goto lost;
 		/* pt_reserve() may have opened a buffer based at now already. */
 		if (now - c->base >= PAGETRACE_TIME_MAX_DELTA) {
@@ -154,6 +203,8 @@ static void pt_write(struct pt_cpu *c, unsigned int type, unsigned long pfn,
 		delta = now - c->base;
 	}
 
+	if (unlikely(c->tasks && owner != c->task))
+		pt_write_task(c, owner);
 	if (likely(need == 1)) {
 		word = pagetrace_event_word(delta, pfn, npages, type);
 		c->words[c->len++] = cpu_to_le64(word);

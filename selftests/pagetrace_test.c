@@ -96,6 +96,22 @@ static bool mod_live(void)
 	return !strncmp(s, "live", 4);
 }
 
+/* A bool module parameter from sysfs: "Y" or "1". */
+static bool param_on(const char *name)
+{
+	char path[128], s[8] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), MOD_SYSFS "/parameters/%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = read(fd, s, sizeof(s) - 1);
+	close(fd);
+	return n > 0 && (s[0] == 'Y' || s[0] == '1');
+}
+
 /* A module parameter from sysfs, or -1. */
 static long read_param(const char *name)
 {
@@ -518,9 +534,12 @@ static size_t walk_chunks(const struct buf *b, const struct pagetrace_header *h,
 		}
 		if (pos + size > b->len)
 			break;	/* partial: the caller reads more */
-		/* Unflushed chunks close only when the next event won't fit. */
+		/*
+		 * Unflushed chunks close only when the next event won't fit:
+		 * at most 3 words, 7 with a name and a task record before it.
+		 */
 		if (!(ch.flags & PAGETRACE_CHUNK_FLUSHED) &&
-		    ch.nr_words + 3 <= max_words) {
+		    ch.nr_words + (h->flags & PAGETRACE_FLAG_TASKS ? 7 : 3) <= max_words) {
 			snprintf(why, whylen,
 				 "offset %zu: cpu %u chunk seq %llu not flushed but only %u of %u words",
 				 pos, ch.cpu, (unsigned long long)ch.seq,
@@ -825,8 +844,9 @@ TEST_F(pt, header)
 	ASSERT_EQ(possible_cpu_ids(), h->nr_cpus);
 	ASSERT_EQ(read_param("buf_size"), (long)h->chunk_size);
 	ASSERT_EQ(PAGETRACE_CLOCK_LOCAL, h->flags & PAGETRACE_CLOCK_MASK);
-	/* No flight recorder, snapshot or task records in this version. */
-	ASSERT_EQ(0, h->flags & ~PAGETRACE_CLOCK_MASK);
+	/* No flight recorder or snapshot here; task records if tasks=1. */
+	ASSERT_EQ(param_on("tasks") ? PAGETRACE_FLAG_TASKS : 0,
+		  h->flags & ~PAGETRACE_CLOCK_MASK);
 	/* The same clock as ours, sampled inside open(). */
 	ASSERT_LE(mono0, h->start_mono_ns);
 	ASSERT_GE(mono1, h->start_mono_ns);
