@@ -16,7 +16,7 @@
 #include "pt_selftest.h"
 
 /* Read until EOF; the session is stopped, so EOF comes. */
-static void *pt_st_read_all(int fd, size_t *len)
+void *pt_st_read_all(int fd, size_t *len)
 {
 	size_t cap = 1 << 20, n = 0;
 	char *buf = malloc(cap);

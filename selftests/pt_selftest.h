@@ -23,6 +23,9 @@ struct pt_st_trace {
 	char			err[256];	/* why collecting failed */
 };
 
+/* Read @fd to its end into a malloc'ed buffer of *@len bytes, or NULL. */
+void *pt_st_read_all(int fd, size_t *len);
+
 /* Stop the session on @dev, read it to the end and decode it: 0 or -errno. */
 int pt_st_collect(int dev, struct pt_st_trace *t);
 void pt_st_trace_free(struct pt_st_trace *t);
