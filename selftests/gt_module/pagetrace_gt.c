@@ -408,11 +408,14 @@ static void gt_contig(const char *op)
 	u64 t0, t1;
 	int ret;
 
-	page = alloc_pages(GFP_KERNEL | __GFP_NOWARN, pageblock_order);
+	/* The setup is reported too: under a coarse clock it shares windows. */
+	GT_TIMED(page = alloc_pages(GFP_KERNEL | __GFP_NOWARN, pageblock_order));
 	if (!page)
 		return gt_skip(op, "no free pageblock");
 	pfn = page_to_pfn(page);
-	__free_pages(page, pageblock_order);
+	gt_event(op, "alloc", pfn, n, t0, t1);
+	GT_TIMED(__free_pages(page, pageblock_order));
+	gt_event(op, "free", pfn, n, t0, t1);
 	GT_TIMED(ret = alloc_contig_range(pfn, pfn + n, MIGRATE_MOVABLE,
 					  GFP_KERNEL | __GFP_NOWARN));
 	if (ret)
