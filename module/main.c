@@ -81,11 +81,15 @@ module_param_cb(flush_ms, &pt_param_ops, &pt_flush_ms_param, 0644);
 MODULE_PARM_DESC(flush_ms,
 		 "Flush timer period in ms; events reach the reader within twice this (default 250)");
 
-/* Task and name records (writer.c); read at session start. */
-bool pt_tasks_on = true;
+/*
+ * Task and name records (writer.c); read at session start.  Off unless
+ * asked for: name records are an extension a v1 decoder that knows only
+ * task records (bit 60) does not expect.
+ */
+bool pt_tasks_on;
 module_param_named(tasks, pt_tasks_on, bool, 0644);
 MODULE_PARM_DESC(tasks,
-		 "Record which process each event belongs to: task and name records (default 1)");
+		 "Record which process each event belongs to: task and name records (default 0)");
 
 /**
  * pt_session_start - set up buffers, header and probes for a new session

@@ -8,7 +8,7 @@
  * hold every event and the last name record of a child is its new name.
  *
  * Environment: PAGETRACE_GT_KO (see pagetrace_gt_test.c); pagetrace.ko
- * loaded with tasks=1 (the default).
+ * loaded.  The test turns tasks=1 on for its session and off after.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -75,6 +75,19 @@ static uint64_t gt_irq_pfn(const char *report, uint64_t *t0, uint64_t *t1)
 	return pfn;
 }
 
+/* tasks= applies to the next session. */
+static int set_tasks(const char *on)
+{
+	int fd = open("/sys/module/pagetrace/parameters/tasks", O_WRONLY | O_CLOEXEC);
+	int ok;
+
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, on, 1) == 1;
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
 TEST(task_records)
 {
 	struct child ch[NR_CHILDREN];
@@ -90,7 +103,9 @@ TEST(task_records)
 
 	ASSERT_EQ(0, pt_st_gt_load());
 	ASSERT_EQ(0, pt_st_pin_cpu(0));
+	ASSERT_EQ(0, set_tasks("1"));
 	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	set_tasks("0");
 	ASSERT_LE(0, dev) TH_LOG("open /dev/pagetrace: %s", strerror(errno));
 
 	for (i = 0; i < NR_CHILDREN; i++) {
