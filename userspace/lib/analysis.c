@@ -1,60 +1,193 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Analysis in time order: per-CPU queues merged by time, a hash map of the
- * allocated blocks, lifetimes, pages in use, zones and the rate time line.
+ * Analysis in time order: per-CPU queues merged by time with a loser tree,
+ * a map of the allocated blocks (flat over the zones' PFNs, hashed
+ * outside them), lifetimes, pages in use, zones and the rate time line.
  * See the comment above struct pt_analysis in libpagetrace.h.
+ *
+ * Per event, the hot path: decode a run of one chunk into compact events
+ * and append it to its CPU's queue; when the queues allow, merge them into
+ * a buffer in time order; apply each merged event to the block map and
+ * count it, the block's slot prefetched PREFETCH_AHEAD events before.
+ * With PT_ANALYSIS_UNORDERED the runs are counted as they come instead.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include "internal.h"
 
 #define DEFAULT_MAX_HELD	(1ULL << 21)
 #define RATE_BIN0_NS		1000000ULL
 #define MAP_MIN_BITS		10
-/* Events ahead whose hash slot is prefetched: the map misses the cache. */
-#define PREFETCH_AHEAD		8
+/* Events decoded at a time, and merged before they are applied. */
+#define RUN			256
+#define OUT			512
+/* Events ahead whose block slot is prefetched: the map misses the cache. */
+#define PREFETCH_AHEAD		16
+/*
+ * The flat map: one slot per PFN in leaves of LEAF_PFNS, made when first
+ * written.  Leaves start at multiples of LEAF_PFNS, so a naturally aligned
+ * block of order up to PT_SPLIT_ORDERS, and every piece of it, lies in one.
+ */
+#define LEAF_SHIFT		PT_SPLIT_ORDERS
+#define LEAF_PFNS		(1ULL << LEAF_SHIFT)
+#define LEAF_MASK		(LEAF_PFNS - 1)
+/* PFNs the flat map spans at most (1 TiB of 4 KiB pages); others are hashed. */
+#define FLAT_MAX_PFNS		(1ULL << 28)
+/* Leaves come from arenas of 2 MiB: fewer allocations, and fast to free. */
+#define ARENA_BYTES		(2UL << 20)
+#define LEAF_MIXED		(UINT32_MAX - 1)	/* PT_ZONE_OTHER is UINT32_MAX */
+/* Up to this many queues, merge keys are 64 bits: time | leaf. */
+#define NARROW_LEAVES		64
 
-/* An allocated block, or a piece of one that was partly freed. */
-struct block {
-	uint64_t	pfn;
-	uint64_t	npages;		/* 0: empty slot */
+/*
+ * An allocated block, or a piece of one that was partly freed, keyed by its
+ * first PFN (implicit in the flat map).  @info packs npages (0: an empty
+ * slot; at most 2^35), the order of the whole allocation, whether it comes
+ * from a snapshot (no start time) and its zone (SLOT_ZONE_OTHER: in none).
+ * Not bitfields: a field-by-field build on the stack stalls store forwarding.
+ */
+struct slot {
 	uint64_t	time_ns;	/* allocation time */
-	uint32_t	zone;
-	uint8_t		order;		/* of the whole allocation */
-	uint8_t		snap;		/* from a snapshot: no start time */
+	uint64_t	info;		/* 0: empty */
 };
 
-/* One CPU's events waiting for the merge: a ring buffer, cap a power of 2. */
+#define SLOT_NPAGES_MASK	((1ULL << 36) - 1)
+#define SLOT_ORDER_SHIFT	36
+#define SLOT_SNAP_SHIFT		42
+#define SLOT_ZONE_SHIFT		43
+#define SLOT_ZONE_OTHER		((1U << 21) - 1)
+
+_Static_assert(PAGETRACE_PFN_MAX + 1 <= SLOT_NPAGES_MASK, "npages fits a slot");
+_Static_assert(PT_LIFE_ORDERS <= 64, "an order fits a slot");
+
+static uint64_t slot_info(uint64_t npages, unsigned int order, bool snap, uint32_t zone)
+{
+	if (zone == PT_ZONE_OTHER)
+		zone = SLOT_ZONE_OTHER;
+	return npages | (uint64_t)order << SLOT_ORDER_SHIFT | (uint64_t)snap << SLOT_SNAP_SHIFT |
+	       (uint64_t)zone << SLOT_ZONE_SHIFT;
+}
+
+static uint64_t slot_npages(const struct slot *s)
+{
+	return s->info & SLOT_NPAGES_MASK;
+}
+
+static unsigned int slot_order(const struct slot *s)
+{
+	return (s->info >> SLOT_ORDER_SHIFT) & 63;
+}
+
+static bool slot_snap(const struct slot *s)
+{
+	return (s->info >> SLOT_SNAP_SHIFT) & 1;
+}
+
+static uint32_t slot_zone(const struct slot *s)
+{
+	uint32_t z = (uint32_t)(s->info >> SLOT_ZONE_SHIFT);
+
+	return z == SLOT_ZONE_OTHER ? PT_ZONE_OTHER : z;
+}
+
+struct leaf {
+	struct slot	s[LEAF_PFNS];
+};
+
+/* The hash map, for blocks starting outside the flat map. */
+struct hslot {
+	uint64_t	pfn;
+	struct slot	s;
+};
+
+/* One CPU's events waiting for the merge: ev[head, tail), in time order. */
 struct queue {
-	struct pt_event	*ev;
+	struct pt_cevent *ev;
+	struct pt_event	*full;		/* the same events in full, for the event hook */
 	size_t		head;
-	size_t		len;
+	size_t		tail;
 	size_t		cap;
 	bool		active;		/* has had events */
-	unsigned int	hpos;		/* index in the heap, if len */
 };
+
+/* A leaf's queue during a merge. */
+struct cursor {
+	const struct pt_cevent	*p;
+	const struct pt_cevent	*end;
+	const struct pt_event	*full;
+};
+
+/*
+ * A leaf's key in the merge: the time of its queue's first event
+ * (UINT64_MAX if none) and the leaf, so that ties go to the lower CPU and
+ * one branchless compare decides.  Times are multiples of 128 ns (the
+ * stream's step), so with NARROW_LEAVES leaves at most the key fits 64
+ * bits: time | leaf.
+ */
+typedef unsigned __int128 tkey;
+
+static tkey wide_key(uint64_t t, unsigned int leaf)
+{
+	return (tkey)t << 32 | leaf;
+}
+
+static uint64_t narrow_key(uint64_t t, unsigned int leaf)
+{
+	return t == UINT64_MAX ? UINT64_MAX : (t & ~(uint64_t)(NARROW_LEAVES - 1)) | leaf;
+}
 
 struct pt_analysis_priv {
 	struct pt_analysis_params p;
-	struct block	*map;
+	/*
+	 * Blocks starting in [flat_lo, flat_lo + flat_span) are in dir, the
+	 * others hashed.  leaf_zone has the zone of each leaf's PFNs, or
+	 * LEAF_MIXED if a zone starts or ends inside it.
+	 */
+	uint64_t	flat_lo;
+	uint64_t	flat_span;
+	struct leaf	**dir;
+	uint32_t	*leaf_zone;
+	void		**arenas;
+	unsigned int	nr_arenas;
+	unsigned int	arena_left;	/* leaves left in the last arena */
+	struct hslot	*map;
 	unsigned int	map_bits;
 	uint64_t	map_used;
+	uint64_t	map_tombs;
 	/* Queue i holds cpu i - 1: index 0 is PT_CPU_NONE (Go's P -1). */
 	struct queue	*q;
 	unsigned int	nr_q;
 	unsigned int	nr_active;	/* queues that have had events */
-	/* Non-empty queues, a min-heap by the time of their first event. */
-	unsigned int	*heap;
 	unsigned int	nr_nonempty;
+	unsigned int	q_off, q_hi;	/* the tree's leaves: queues [q_off, q_hi) */
+	/*
+	 * The loser tree over nl leaves, leaf i for queue q_off + i: lt[n]
+	 * for n >= 1 is the key of the loser at node n, lt[0] the winner's;
+	 * lt64 with narrow keys, else lt128.
+	 */
+	uint64_t	*lt64;
+	tkey		*lt128;
+	tkey		*win;		/* scratch for building it */
+	struct cursor	*cur;
+	unsigned int	nl;
+	bool		wide;
+	bool		tree_dirty;	/* a key other than the winner's changed */
 	uint64_t	held;
 	uint64_t	max_seen;
 	uint64_t	last_released;
-	bool		released_any;
 	bool		all_cpus_known;	/* v1: the header lists every CPU */
+	bool		want_full;	/* the event hook needs struct pt_event */
 	int		err;		/* from a hook */
 	/* The rate bin last used, [bin_lo, bin_hi); empty at first. */
 	unsigned int	bin_idx;
 	uint64_t	bin_lo, bin_hi;
+	struct pt_cevent run[RUN];
+	/* Merged, not yet applied: the last PREFETCH_AHEAD are prefetched. */
+	struct pt_cevent out[OUT];
+	unsigned int	nr_out;
+	struct pt_event	*batch;		/* RUN, with want_full */
+	struct pt_event	*out_full;	/* OUT, with want_full */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -160,449 +293,484 @@ static struct pt_zone_stats *zone_stats(struct pt_analysis *a, uint32_t z)
 	return z == PT_ZONE_OTHER ? &a->other_zone : &a->zone_stats[z];
 }
 
-/* ---------------------------------------------------------------- map */
+
+/* life_all: the sum of the per-order histograms, made at the end. */
+static void life_total(struct pt_analysis *a)
+{
+	struct pt_life_hist *all = &a->life_all;
+
+	memset(all, 0, sizeof(*all));
+	for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++) {
+		const struct pt_life_hist *h = &a->life[o];
+
+		if (!h->count)
+			continue;
+		if (!all->count || h->min_ns < all->min_ns)
+			all->min_ns = h->min_ns;
+		if (h->max_ns > all->max_ns)
+			all->max_ns = h->max_ns;
+		all->count += h->count;
+		all->sum_ns += h->sum_ns;
+		for (unsigned int b = 0; b < PT_LIFE_BUCKETS; b++)
+			all->buckets[b] += h->buckets[b];
+	}
+}
+
+/* ----------------------------------------------------------- hash map */
+
+/*
+ * Linear probing, at most half full counting tombstones: a freed entry
+ * keeps its place (info with npages 0) until the next rehash, so that a
+ * free is one store.
+ */
+static bool hslot_live(const struct hslot *h)
+{
+	return h->s.info & SLOT_NPAGES_MASK;
+}
 
 static uint64_t map_slot(const struct pt_analysis_priv *m, uint64_t pfn)
 {
 	return (pfn * 0x9e3779b97f4a7c15ULL) >> (64 - m->map_bits);
 }
 
-static void map_prefetch(const struct pt_analysis_priv *m, uint64_t pfn)
-{
-	__builtin_prefetch(&m->map[map_slot(m, pfn)]);
-}
-
-static struct block *map_find(struct pt_analysis_priv *m, uint64_t pfn)
+/* The live entry of @pfn, or the first free one (tombstone or empty) where it would go. */
+static __attribute__((always_inline)) inline struct hslot *
+map_probe(struct pt_analysis_priv *m, uint64_t pfn)
 {
 	uint64_t mask = (1ULL << m->map_bits) - 1;
+	struct hslot *free = NULL;
 
 	for (uint64_t i = map_slot(m, pfn);; i = (i + 1) & mask) {
-		struct block *b = &m->map[i];
+		struct hslot *h = &m->map[i];
 
-		if (!b->npages)
-			return NULL;
-		if (b->pfn == pfn)
-			return b;
+		if (!h->s.info)
+			return free ? free : h;
+		if (!hslot_live(h))
+			free = free ? free : h;
+		else if (h->pfn == pfn)
+			return h;
 	}
 }
 
-static void map_put_raw(struct block *map, unsigned int bits, const struct block *nb)
+static struct hslot *map_find(struct pt_analysis_priv *m, uint64_t pfn)
 {
-	uint64_t mask = (1ULL << bits) - 1;
-	uint64_t i = (nb->pfn * 0x9e3779b97f4a7c15ULL) >> (64 - bits);
+	struct hslot *h = map_probe(m, pfn);
 
-	while (map[i].npages)
-		i = (i + 1) & mask;
-	map[i] = *nb;
+	return hslot_live(h) ? h : NULL;
 }
 
-/* Insert a block whose pfn is not in the map. */
-static int map_insert(struct pt_analysis_priv *m, const struct block *nb)
+/* Rehash without tombstones, growing if it is over a quarter full. */
+static int map_rehash(struct pt_analysis_priv *m)
 {
-	if ((m->map_used + 1) * 2 > (1ULL << m->map_bits)) {
-		unsigned int bits = m->map_bits + 1;
-		struct block *n = calloc(1ULL << bits, sizeof(*n));
+	unsigned int bits = m->map_bits;
+	struct hslot *n;
 
-		if (!n)
-			return -ENOMEM;
-		for (uint64_t i = 0; i < (1ULL << m->map_bits); i++)
-			if (m->map[i].npages)
-				map_put_raw(n, bits, &m->map[i]);
-		free(m->map);
-		m->map = n;
-		m->map_bits = bits;
+	while ((m->map_used + 1) * 4 > (1ULL << bits))
+		bits++;
+	n = calloc(1ULL << bits, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < (1ULL << m->map_bits); i++) {
+		const struct hslot *h = &m->map[i];
+		uint64_t mask = (1ULL << bits) - 1, j;
+
+		if (!hslot_live(h))
+			continue;
+		for (j = (h->pfn * 0x9e3779b97f4a7c15ULL) >> (64 - bits); n[j].s.info;
+		     j = (j + 1) & mask)
+			;
+		n[j] = *h;
 	}
-	map_put_raw(m->map, m->map_bits, nb);
-	m->map_used++;
+	free(m->map);
+	m->map = n;
+	m->map_bits = bits;
+	m->map_tombs = 0;
 	return 0;
 }
 
-/* Backward-shift deletion keeps probe chains whole without tombstones. */
-static void map_delete(struct pt_analysis_priv *m, struct block *b)
+/* May entry @h, free, take a new block without a rehash? */
+static bool map_room(const struct pt_analysis_priv *m, const struct hslot *h)
 {
-	uint64_t mask = (1ULL << m->map_bits) - 1;
-	uint64_t i = b - m->map, j = i;
-
-	for (;;) {
-		uint64_t k;
-
-		j = (j + 1) & mask;
-		if (!m->map[j].npages)
-			break;
-		k = map_slot(m, m->map[j].pfn);
-		/* Move j back to i unless its home slot k lies in (i, j]. */
-		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		m->map[i] = m->map[j];
-		i = j;
-	}
-	m->map[i].npages = 0;
-	m->map_used--;
+	return h->s.info || (m->map_used + m->map_tombs + 1) * 2 <= (1ULL << m->map_bits);
 }
 
-/* The block holding @pfn: it starts there, or at an aligned start below. */
-static struct block *find_containing(struct pt_analysis_priv *m, uint64_t pfn)
+/* Put a block at free entry @h. */
+static void map_fill(struct pt_analysis_priv *m, struct hslot *h, uint64_t pfn,
+		     const struct slot *s)
 {
-	struct block *b = map_find(m, pfn);
+	if (h->s.info)
+		m->map_tombs--;
+	h->pfn = pfn;
+	h->s = *s;
+	m->map_used++;
+}
 
+/* Insert a block whose pfn is not in the map. */
+static int map_insert(struct pt_analysis_priv *m, uint64_t pfn, const struct slot *s)
+{
+	struct hslot *h = map_probe(m, pfn);
+
+	if (!map_room(m, h)) {
+		int ret = map_rehash(m);
+
+		if (ret)
+			return ret;
+		h = map_probe(m, pfn);
+	}
+	map_fill(m, h, pfn, s);
+	return 0;
+}
+
+static void map_delete(struct pt_analysis_priv *m, struct hslot *h)
+{
+	h->s.info = 1ULL << SLOT_ORDER_SHIFT;	/* a tombstone: npages 0 */
+	m->map_used--;
+	m->map_tombs++;
+}
+
+/* ----------------------------------------------------------- flat map */
+
+static bool is_flat(const struct pt_analysis_priv *m, uint64_t pfn)
+{
+	return pfn - m->flat_lo < m->flat_span;
+}
+
+/* The zone of @pfn: pt_analysis_zone(), from a table inside the flat map. */
+static uint32_t zone_of(const struct pt_analysis *a, uint64_t pfn)
+{
+	const struct pt_analysis_priv *m = a->priv;
+
+	if (likely(is_flat(m, pfn))) {
+		uint32_t z = m->leaf_zone[(pfn - m->flat_lo) >> LEAF_SHIFT];
+
+		if (likely(z != LEAF_MIXED))
+			return z;
+	}
+	return pt_analysis_zone(a, pfn);
+}
+
+/* Make the leaf of flat offset @off. */
+static struct leaf *leaf_new(struct pt_analysis_priv *m, uint64_t off)
+{
+	struct leaf *l;
+
+	if (!m->arena_left) {
+		void **n = realloc(m->arenas, (m->nr_arenas + 1) * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		m->arenas = n;
+		/* Big enough for mmap: zero pages, touched as slots are used. */
+		n[m->nr_arenas] = calloc(1, ARENA_BYTES);
+		if (!n[m->nr_arenas])
+			return NULL;
+		m->nr_arenas++;
+		m->arena_left = ARENA_BYTES / sizeof(*l);
+	}
+	l = (struct leaf *)m->arenas[m->nr_arenas - 1] + --m->arena_left;
+	m->dir[off >> LEAF_SHIFT] = l;
+	return l;
+}
+
+/* ------------------------------------------------- blocks, either map */
+
+/* The block starting at @pfn, or NULL. */
+static struct slot *blk_find(struct pt_analysis_priv *m, uint64_t pfn)
+{
+	uint64_t off = pfn - m->flat_lo;
+	struct leaf *l;
+	struct hslot *h;
+
+	if (likely(off < m->flat_span)) {
+		l = m->dir[off >> LEAF_SHIFT];
+		return l && l->s[off & LEAF_MASK].info ? &l->s[off & LEAF_MASK] : NULL;
+	}
+	h = map_find(m, pfn);
+	return h ? &h->s : NULL;
+}
+
+/* Forget the block @s found at @pfn. */
+static void blk_delete(struct pt_analysis_priv *m, uint64_t pfn, struct slot *s)
+{
+	if (likely(is_flat(m, pfn)))
+		s->info = 0;
+	else
+		map_delete(m, (struct hslot *)((char *)s - offsetof(struct hslot, s)));
+}
+
+/* Add block @s at @pfn, where there is none. */
+static int blk_insert(struct pt_analysis_priv *m, uint64_t pfn, const struct slot *s)
+{
+	if (likely(is_flat(m, pfn))) {
+		uint64_t off = pfn - m->flat_lo;
+		struct leaf *l = m->dir[off >> LEAF_SHIFT];
+
+		if (!l)
+			l = leaf_new(m, off);
+		if (!l)
+			return -ENOMEM;
+		l->s[off & LEAF_MASK] = *s;
+		return 0;
+	}
+	return map_insert(m, pfn, s);
+}
+
+/* Inlined: GCC takes a function that only prefetches as pure, and drops calls. */
+static __attribute__((always_inline)) inline void
+blk_prefetch(const struct pt_analysis_priv *m, uint64_t pfn)
+{
+	if (likely(is_flat(m, pfn))) {
+		uint64_t off = pfn - m->flat_lo;
+		const struct leaf *l = m->dir[off >> LEAF_SHIFT];
+
+		if (l)
+			__builtin_prefetch(&l->s[off & LEAF_MASK]);
+	} else {
+		__builtin_prefetch(&m->map[map_slot(m, pfn)]);
+	}
+}
+
+/*
+ * The block holding @pfn: it starts there, or at an aligned start below.
+ * *@start gets where it starts.
+ */
+static struct slot *find_containing(struct pt_analysis_priv *m, uint64_t pfn,
+				    uint64_t *start)
+{
+	struct slot *b = blk_find(m, pfn);
+
+	*start = pfn;
 	for (unsigned int k = 1; !b && k <= PT_SPLIT_ORDERS; k++) {
 		uint64_t s = pfn & ~((1ULL << k) - 1);
 
 		if (s == pfn)
 			continue;
-		b = map_find(m, s);
-		if (b && b->pfn + b->npages <= pfn)
+		b = blk_find(m, s);
+		if (b && s + slot_npages(b) <= pfn)
 			b = NULL;
+		*start = s;
 	}
 	return b;
 }
 
 /* ------------------------------------------------------------ in use */
 
-static void in_use_add(struct pt_analysis *a, const struct block *b, uint64_t t)
+static void in_use_add(struct pt_analysis *a, const struct slot *b)
 {
-	struct pt_zone_stats *z = zone_stats(a, b->zone);
+	struct pt_zone_stats *z = zone_stats(a, slot_zone(b));
+	uint64_t np = slot_npages(b);
 
-	a->in_use += b->npages;
+	a->in_use += np;
 	a->in_use_blocks++;
-	a->in_use_by_order[b->order] += b->npages;
-	z->in_use += b->npages;
+	a->in_use_by_order[slot_order(b)] += np;
+	z->in_use += np;
 	if (z->in_use > z->peak_in_use)
 		z->peak_in_use = z->in_use;
 	if (a->in_use > a->peak_in_use) {
 		a->peak_in_use = a->in_use;
-		a->peak_ns = t;
+		a->peak_ns = b->time_ns;
 	}
 }
 
-static void in_use_sub(struct pt_analysis *a, const struct block *b, uint64_t npages)
+static void in_use_sub(struct pt_analysis *a, const struct slot *b, uint64_t npages)
 {
 	a->in_use -= npages;
-	a->in_use_by_order[b->order] -= npages;
-	zone_stats(a, b->zone)->in_use -= npages;
+	a->in_use_by_order[slot_order(b)] -= npages;
+	zone_stats(a, slot_zone(b))->in_use -= npages;
 }
 
 /*
  * Put [from, to) of block @b back as naturally aligned pieces, so that a
- * later free of any page in them is found by find_containing().
+ * later free of any page in them is found by find_containing().  A piece
+ * that would start where another block starts (allocated over @b: a free
+ * was lost) goes: the later block stays, and the piece's pages stop being
+ * in use at @t.
  */
-static int put_pieces(struct pt_analysis *a, const struct block *b, uint64_t from,
+static int put_pieces(struct pt_analysis *a, const struct slot *b, uint64_t t, uint64_t from,
 		      uint64_t to)
 {
 	while (from < to) {
 		unsigned int k = from ? __builtin_ctzll(from) : 63;
-		struct block nb = *b;
+		struct slot nb = *b;
 		int ret;
 
 		while (k && (k >= 63 || from + (1ULL << k) > to))
 			k--;
-		nb.pfn = from;
-		nb.npages = 1ULL << k;
-		ret = map_insert(a->priv, &nb);
+		nb.info = (b->info & ~SLOT_NPAGES_MASK) | 1ULL << k;
+		if (unlikely(blk_find(a->priv, from))) {
+			in_use_sub(a, &nb, 1ULL << k);
+			if (a->priv->p.change)
+				a->priv->p.change(t, from, 1ULL << k, -1, slot_order(b),
+						  a->priv->p.arg);
+		} else {
+			ret = blk_insert(a->priv, from, &nb);
+			if (ret)
+				return ret;
+			a->in_use_blocks++;
+		}
+		from += 1ULL << k;
+	}
+	return 0;
+}
+
+/*
+ * Place new block @nb at @pfn where do_alloc() found no empty flat slot:
+ * a new leaf, the hash map, or over a block already there.
+ */
+static __attribute__((noinline)) int place_slow(struct pt_analysis *a, uint64_t pfn,
+						const struct slot *nb)
+{
+	struct pt_analysis_priv *m = a->priv;
+	struct slot *old = blk_find(m, pfn);
+
+	if (!old)
+		return blk_insert(m, pfn, nb);
+	/* Allocated again without a free in between: the free was lost. */
+	a->realloc_events++;
+	in_use_sub(a, old, slot_npages(old));
+	a->in_use_blocks--;
+	if (m->p.change)
+		m->p.change(nb->time_ns, pfn, slot_npages(old), -1, slot_order(old), m->p.arg);
+	*old = *nb;
+	return 0;
+}
+
+static __attribute__((always_inline)) inline int
+do_alloc(struct pt_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, uint32_t zone,
+	 bool snap)
+{
+	struct pt_analysis_priv *m = a->priv;
+	unsigned int order = pt_life_order(np);
+	struct slot nb = { .time_ns = t, .info = slot_info(np, order, snap, zone) };
+	uint64_t off = pfn - m->flat_lo;
+	struct hslot *h;
+	struct leaf *l;
+
+	if (off < m->flat_span) {
+		l = m->dir[off >> LEAF_SHIFT];
+		if (likely(l && !l->s[off & LEAF_MASK].info)) {
+			l->s[off & LEAF_MASK] = nb;
+			goto placed;
+		}
+	} else {
+		h = map_probe(m, pfn);
+		if (likely(!hslot_live(h) && map_room(m, h))) {
+			map_fill(m, h, pfn, &nb);
+			goto placed;
+		}
+	}
+	{
+		int ret = place_slow(a, pfn, &nb);
+
 		if (ret)
 			return ret;
-		a->in_use_blocks++;
-		from += nb.npages;
 	}
-	return 0;
-}
-
-static int do_alloc(struct pt_analysis *a, const struct pt_event *ev, bool snap)
-{
-	struct pt_analysis_priv *m = a->priv;
-	struct block nb, *old = map_find(m, ev->pfn);
-	int ret;
-
-	if (old) {
-		/* Allocated again without a free in between: the free was lost. */
-		a->realloc_events++;
-		in_use_sub(a, old, old->npages);
-		a->in_use_blocks--;
-		if (m->p.change)
-			m->p.change(ev->time_ns, old->pfn, old->npages, -1, old->order, m->p.arg);
-		map_delete(m, old);
-	}
-	nb.pfn = ev->pfn;
-	nb.npages = ev->npages;
-	nb.time_ns = ev->time_ns;
-	nb.zone = pt_analysis_zone(a, ev->pfn);
-	nb.order = (uint8_t)pt_life_order(ev->npages);
-	nb.snap = snap;
-	ret = map_insert(m, &nb);
-	if (ret)
-		return ret;
-	in_use_add(a, &nb, ev->time_ns);
+placed:
+	in_use_add(a, &nb);
 	if (m->p.change)
-		m->p.change(ev->time_ns, nb.pfn, nb.npages, 1, nb.order, m->p.arg);
+		m->p.change(t, pfn, np, 1, order, m->p.arg);
 	return 0;
 }
 
-static int do_end(struct pt_analysis *a, const struct pt_event *ev)
+/* Block @b loses [cur, cur + len) at @t. */
+static __attribute__((always_inline)) inline void
+end_part(struct pt_analysis *a, const struct slot *b, uint64_t t, uint64_t cur, uint64_t len)
 {
 	struct pt_analysis_priv *m = a->priv;
-	uint64_t cur = ev->pfn, rem = ev->npages;
+
+	in_use_sub(a, b, len);
+	if (m->p.change)
+		m->p.change(t, cur, len, -1, slot_order(b), m->p.arg);
+	if (!slot_snap(b))
+		life_add(&a->life[slot_order(b)], t > b->time_ns ? t - b->time_ns : 0);
+}
+
+/*
+ * A free or reclaim that is not of one whole block: of part of one, of
+ * several, of none, or in the hash map.
+ */
+static __attribute__((noinline)) int end_slow(struct pt_analysis *a, uint64_t t, uint64_t pfn,
+					      uint64_t np, unsigned int type)
+{
+	struct pt_analysis_priv *m = a->priv;
+	uint64_t cur = pfn, rem = np;
 	bool matched = false;
 	int ret;
 
 	while (rem) {
-		struct block *e = find_containing(m, cur), b;
-		uint64_t end, oend, len;
+		uint64_t start, end, oend, len;
+		struct slot *e = find_containing(m, cur, &start), b;
 
 		if (!e)
 			break;
 		b = *e;
-		map_delete(m, e);
+		blk_delete(m, start, e);
 		a->in_use_blocks--;
-		end = b.pfn + b.npages;
+		end = start + slot_npages(&b);
 		oend = cur + rem < end ? cur + rem : end;
 		len = oend - cur;
-		in_use_sub(a, &b, len);
-		ret = put_pieces(a, &b, b.pfn, cur);
+		ret = put_pieces(a, &b, t, start, cur);
 		if (!ret)
-			ret = put_pieces(a, &b, oend, end);
+			ret = put_pieces(a, &b, t, oend, end);
 		if (ret)
 			return ret;
-		if (m->p.change)
-			m->p.change(ev->time_ns, cur, len, -1, b.order, m->p.arg);
-		if (!b.snap) {
-			uint64_t life = ev->time_ns > b.time_ns ? ev->time_ns - b.time_ns : 0;
-
-			life_add(&a->life[b.order], life);
-			life_add(&a->life_all, life);
-		}
+		end_part(a, &b, t, cur, len);
 		matched = true;
 		cur = oend;
 		rem -= len;
 	}
 	if (rem) {
-		a->unmatched_pages[ev->type] += rem;
+		a->unmatched_pages[type] += rem;
 		if (!matched)
-			a->unmatched_events[ev->type]++;
+			a->unmatched_events[type]++;
 	}
 	return 0;
 }
 
-static int process(struct pt_analysis *a, const struct pt_event *ev, bool snap)
+static __attribute__((always_inline)) inline int
+do_end(struct pt_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, unsigned int type)
 {
 	struct pt_analysis_priv *m = a->priv;
-	int ret;
+	uint64_t off = pfn - m->flat_lo;
+	struct hslot *h;
+	struct leaf *l;
+	struct slot *e, b;
 
-	if (ev->type == PT_EV_ALLOC)
-		ret = do_alloc(a, ev, snap);
-	else
-		ret = do_end(a, ev);
-	if (!ret && m->p.event) {
-		ret = m->p.event(ev, a, m->p.arg);
-		if (ret)
-			m->err = ret;
-	}
-	return ret;
-}
-
-/* -------------------------------------------------------- time order */
-
-static struct queue *get_queue(struct pt_analysis_priv *m, uint32_t cpu)
-{
-	unsigned int i = cpu + 1U, nr;
-	struct queue *n;
-
-	if (i < m->nr_q)
-		return &m->q[i];
-	if (i > PT_GO_MAX_P)
-		return NULL;
-	/* Doubling: CPUs (and Go Ps) come by one at a time. */
-	nr = i + 1 > 2 * m->nr_q ? i + 1 : 2 * m->nr_q;
-	if (nr > PT_GO_MAX_P + 1)
-		nr = PT_GO_MAX_P + 1;
-	n = realloc(m->q, nr * sizeof(*n));
-	if (!n)
-		return NULL;
-	memset(n + m->nr_q, 0, (nr - m->nr_q) * sizeof(*n));
-	m->q = n;
-	m->nr_q = nr;
-	return &m->q[i];
-}
-
-static uint64_t head_ns(const struct pt_analysis_priv *m, unsigned int qi)
-{
-	const struct queue *q = &m->q[qi];
-
-	return q->ev[q->head].time_ns;
-}
-
-static void heap_set(struct pt_analysis_priv *m, unsigned int pos, unsigned int qi)
-{
-	m->heap[pos] = qi;
-	m->q[qi].hpos = pos;
-}
-
-static void heap_up(struct pt_analysis_priv *m, unsigned int pos)
-{
-	unsigned int qi = m->heap[pos];
-	uint64_t t = head_ns(m, qi);
-
-	while (pos) {
-		unsigned int parent = (pos - 1) / 2;
-
-		if (head_ns(m, m->heap[parent]) <= t)
-			break;
-		heap_set(m, pos, m->heap[parent]);
-		pos = parent;
-	}
-	heap_set(m, pos, qi);
-}
-
-static void heap_down(struct pt_analysis_priv *m, unsigned int pos)
-{
-	unsigned int qi = m->heap[pos], n = m->nr_nonempty;
-	uint64_t t = head_ns(m, qi);
-
-	for (;;) {
-		unsigned int c = 2 * pos + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && head_ns(m, m->heap[c + 1]) < head_ns(m, m->heap[c]))
-			c++;
-		if (t <= head_ns(m, m->heap[c]))
-			break;
-		heap_set(m, pos, m->heap[c]);
-		pos = c;
-	}
-	heap_set(m, pos, qi);
-}
-
-static int push(struct pt_analysis *a, const struct pt_event *ev)
-{
-	struct pt_analysis_priv *m = a->priv;
-	struct queue *q = get_queue(m, ev->cpu);
-	size_t i;
-
-	if (!q)
-		return -ENOMEM;
-	if (q->len == q->cap) {
-		size_t cap = q->cap ? 2 * q->cap : 256;
-		struct pt_event *n = malloc(cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		for (size_t k = 0; k < q->len; k++)
-			n[k] = q->ev[(q->head + k) & (q->cap - 1)];
-		free(q->ev);
-		q->ev = n;
-		q->cap = cap;
-		q->head = 0;
-	}
-	if (!q->active) {
-		q->active = true;
-		m->nr_active++;
-	}
-	/*
-	 * A CPU's events come in order (the reader checks it), but Go's may
-	 * not quite: insert from the back to keep the queue sorted.
-	 */
-	i = q->len;
-	while (i && q->ev[(q->head + i - 1) & (q->cap - 1)].time_ns > ev->time_ns) {
-		q->ev[(q->head + i) & (q->cap - 1)] = q->ev[(q->head + i - 1) & (q->cap - 1)];
-		i--;
-	}
-	q->ev[(q->head + i) & (q->cap - 1)] = *ev;
-	q->len++;
-	if (q->len == 1) {
-		heap_set(m, m->nr_nonempty++, (unsigned int)(q - m->q));
-		heap_up(m, q->hpos);
-	} else if (!i) {
-		heap_up(m, q->hpos);	/* a new first event, earlier */
-	}
-	m->held++;
-	if (m->held > a->max_held_seen)
-		a->max_held_seen = m->held;
-	if (ev->time_ns > m->max_seen)
-		m->max_seen = ev->time_ns;
-	return 0;
-}
-
-/* May the earliest queued event, at @t, go now? */
-static bool may_release(const struct pt_analysis_priv *m, uint64_t t, bool drain)
-{
-	if (drain || m->held > m->p.max_held)
-		return true;
-	/* Every CPU has a later event queued: nothing earlier can come. */
-	if (m->all_cpus_known && m->nr_nonempty == m->nr_active)
-		return true;
-	return m->p.hold_ns != UINT64_MAX && t + m->p.hold_ns <= m->max_seen &&
-	       t + m->p.hold_ns >= t;
-}
-
-static int release(struct pt_analysis *a, bool drain)
-{
-	struct pt_analysis_priv *m = a->priv;
-
-	while (m->held) {
-		struct queue *best = &m->q[m->heap[0]];
-		uint64_t t2 = UINT64_MAX;
-
-		/* The next CPU's first event: the smaller child of the root. */
-		if (m->nr_nonempty > 1)
-			t2 = head_ns(m, m->heap[1]);
-		if (m->nr_nonempty > 2 && head_ns(m, m->heap[2]) < t2)
-			t2 = head_ns(m, m->heap[2]);
-		if (!may_release(m, head_ns(m, m->heap[0]), drain))
-			return 0;
-		/* Events of the earliest CPU up to the next CPU's first. */
-		do {
-			struct pt_event ev = best->ev[best->head];
-			int ret;
-
-			if (best->len > PREFETCH_AHEAD)
-				map_prefetch(m, best->ev[(best->head + PREFETCH_AHEAD) &
-							 (best->cap - 1)].pfn);
-			best->head = (best->head + 1) & (best->cap - 1);
-			best->len--;
-			m->held--;
-			if (!best->len) {
-				/* Out of the heap: the last leaf takes the root. */
-				if (--m->nr_nonempty) {
-					heap_set(m, 0, m->heap[m->nr_nonempty]);
-					heap_down(m, 0);
-				}
+	/* The usual: a whole block goes. */
+	if (off < m->flat_span) {
+		l = m->dir[off >> LEAF_SHIFT];
+		if (likely(l)) {
+			e = &l->s[off & LEAF_MASK];
+			if (likely(slot_npages(e) == np)) {
+				b = *e;
+				e->info = 0;
+				a->in_use_blocks--;
+				end_part(a, &b, t, pfn, np);
+				return 0;
 			}
-			if (m->released_any && ev.time_ns < m->last_released)
-				a->late_events++;
-			else
-				m->last_released = ev.time_ns;
-			m->released_any = true;
-			ret = process(a, &ev, false);
-			if (ret)
-				return ret;
-		} while (best->len && best->ev[best->head].time_ns <= t2 &&
-			 may_release(m, best->ev[best->head].time_ns, drain));
-		if (best->len)
-			heap_down(m, best->hpos);
+		}
+	} else {
+		h = map_probe(m, pfn);
+		if (likely(slot_npages(&h->s) == np)) {
+			b = h->s;
+			map_delete(m, h);
+			a->in_use_blocks--;
+			end_part(a, &b, t, pfn, np);
+			return 0;
+		}
 	}
-	return 0;
+	return end_slow(a, t, pfn, np, type);
 }
 
-/* ---------------------------------------------------------- arrival */
+/* ------------------------------------------------------------- counts */
 
-static void rate_add(struct pt_analysis *a, uint64_t t, unsigned int type,
-		     uint64_t npages, uint64_t lost)
+/* The rate bin of @t has moved: find it, halving the resolution as needed. */
+static __attribute__((noinline)) struct pt_rate_bin *rate_bin_slow(struct pt_analysis *a,
+								   uint64_t t)
 {
 	struct pt_analysis_priv *m = a->priv;
-	uint64_t idx;
-	struct pt_rate_bin *b;
+	uint64_t idx = t < a->origin_ns ? 0 : (t - a->origin_ns) / a->bin_ns;
 
-	/* Events come in runs of one CPU in time order: mostly the same bin. */
-	if (likely(t >= m->bin_lo && t < m->bin_hi)) {
-		b = &a->bins[m->bin_idx];
-		if (type) {
-			b->events[type]++;
-			b->pages[type] += npages;
-		}
-		b->lost += lost;
-		return;
-	}
-	idx = t < a->origin_ns ? 0 : (t - a->origin_ns) / a->bin_ns;
 	while (idx >= PT_RATE_BINS) {
 		for (unsigned int i = 0; i < PT_RATE_BINS / 2; i++) {
 			struct pt_rate_bin x = a->bins[2 * i];
@@ -623,18 +791,421 @@ static void rate_add(struct pt_analysis *a, uint64_t t, unsigned int type,
 	}
 	if (idx >= a->nr_bins)
 		a->nr_bins = (unsigned int)idx + 1;
-	b = &a->bins[idx];
 	if (t >= a->origin_ns) {
 		m->bin_idx = (unsigned int)idx;
 		m->bin_lo = a->origin_ns + idx * a->bin_ns;
 		m->bin_hi = m->bin_lo + a->bin_ns;
 	}
-	if (type) {
-		b->events[type]++;
-		b->pages[type] += npages;
-	}
-	b->lost += lost;
+	return &a->bins[idx];
 }
+
+/* The rate bin of @t; in time order, mostly the one before. */
+static __attribute__((always_inline)) inline struct pt_rate_bin *
+rate_bin(struct pt_analysis *a, uint64_t t)
+{
+	struct pt_analysis_priv *m = a->priv;
+
+	if (likely(t >= m->bin_lo && t < m->bin_hi))
+		return &a->bins[m->bin_idx];
+	return rate_bin_slow(a, t);
+}
+
+/* The counts of an event that need no order: its zone's, its time's. */
+static __attribute__((always_inline)) inline void
+count_event(struct pt_analysis *a, uint64_t t, unsigned int type, uint64_t np, uint32_t zone,
+	    bool snap)
+{
+	struct pt_zone_stats *z = zone_stats(a, zone);
+
+	z->events[type]++;
+	z->pages[type] += np;
+	if (!snap) {
+		struct pt_rate_bin *b = rate_bin(a, t);
+
+		b->events[type]++;
+		b->pages[type] += np;
+	} else if (type == PT_EV_ALLOC) {
+		/* The state at the start: outside the time line. */
+		a->snapshot_events++;
+		a->snapshot_pages += np;
+	}
+}
+
+/* Count event @e and apply it to the blocks. */
+static __attribute__((always_inline)) inline int
+process(struct pt_analysis *a, const struct pt_cevent *e, const struct pt_event *full,
+	bool snap)
+{
+	struct pt_analysis_priv *m = a->priv;
+	unsigned int type = pt_cevent_type(e);
+	uint64_t np = pt_cevent_npages(e);
+	uint32_t zone = zone_of(a, e->pfn);
+	int ret;
+
+	count_event(a, e->time_ns, type, np, zone, snap);
+	if (type == PT_EV_ALLOC)
+		ret = do_alloc(a, e->time_ns, e->pfn, np, zone, snap);
+	else
+		ret = do_end(a, e->time_ns, e->pfn, np, type);
+	if (!ret && m->p.event) {
+		ret = m->p.event(full, a, m->p.arg);
+		if (ret)
+			m->err = ret;
+	}
+	return ret;
+}
+
+/*
+ * Apply the merged events out[0, nr_out) in time order, all of them or
+ * (@keep) all but the last PREFETCH_AHEAD: the slots of those are being
+ * prefetched, and the merge goes on after them.
+ */
+static int process_out(struct pt_analysis *a, bool keep)
+{
+	struct pt_analysis_priv *m = a->priv;
+	const struct pt_cevent *out = m->out;
+	unsigned int i, n = m->nr_out, upto = keep ? n - PREFETCH_AHEAD : n;
+	int ret = 0;
+
+	for (i = 0; i < upto && !ret; i++) {
+		if (i + PREFETCH_AHEAD < n)
+			blk_prefetch(m, out[i + PREFETCH_AHEAD].pfn);
+		ret = process(a, &out[i], m->want_full ? &m->out_full[i] : NULL, false);
+	}
+	m->nr_out = n - i;
+	memmove(m->out, m->out + i, m->nr_out * sizeof(*m->out));
+	if (m->want_full)
+		memmove(m->out_full, m->out_full + i, m->nr_out * sizeof(*m->out_full));
+	return ret;
+}
+
+/* -------------------------------------------------------- time order */
+
+static struct queue *get_queue(struct pt_analysis_priv *m, uint32_t cpu)
+{
+	unsigned int i = cpu + 1U, nr;
+	struct queue *n;
+
+	if (i >= m->nr_q) {
+		if (i > PT_GO_MAX_P)
+			return NULL;
+		/* Doubling: CPUs (and Go Ps) come by one at a time. */
+		nr = i + 1 > 2 * m->nr_q ? i + 1 : 2 * m->nr_q;
+		if (nr > PT_GO_MAX_P + 1)
+			nr = PT_GO_MAX_P + 1;
+		n = realloc(m->q, nr * sizeof(*n));
+		if (!n)
+			return NULL;
+		memset(n + m->nr_q, 0, (nr - m->nr_q) * sizeof(*n));
+		m->q = n;
+		m->nr_q = nr;
+	}
+	if (i >= m->q_hi) {
+		m->q_hi = i + 1;
+		m->tree_dirty = true;
+	}
+	if (i < m->q_off) {
+		m->q_off = i;
+		m->tree_dirty = true;
+	}
+	return &m->q[i];
+}
+
+static uint64_t head_time(const struct queue *q)
+{
+	return q->head < q->tail ? q->ev[q->head].time_ns : UINT64_MAX;
+}
+
+/* Build the loser tree over the queues' first events. */
+static int tree_build(struct pt_analysis_priv *m)
+{
+	unsigned int used = m->q_hi > m->q_off ? m->q_hi - m->q_off : 1, nl = 1;
+	struct cursor *cur;
+	tkey *win;
+
+	while (nl < used)
+		nl *= 2;
+	if (nl != m->nl) {
+		uint64_t *lt64 = realloc(m->lt64, nl * sizeof(*lt64));
+		tkey *lt128 = lt64 ? realloc(m->lt128, nl * sizeof(*lt128)) : NULL;
+
+		if (lt64)
+			m->lt64 = lt64;
+		if (lt128)
+			m->lt128 = lt128;
+		win = lt128 ? realloc(m->win, 2 * nl * sizeof(*win)) : NULL;
+		if (win)
+			m->win = win;
+		cur = win ? realloc(m->cur, nl * sizeof(*cur)) : NULL;
+		if (!cur)
+			return -ENOMEM;
+		m->cur = cur;
+		m->nl = nl;
+	}
+	m->wide = nl > NARROW_LEAVES;
+	win = m->win;
+	for (unsigned int i = 0; i < nl; i++)
+		win[nl + i] = wide_key(i < used && i + m->q_off < m->nr_q ?
+				       head_time(&m->q[i + m->q_off]) : UINT64_MAX, i);
+	/* Winners bottom up; each node keeps the loser. */
+	for (unsigned int n = nl - 1; n >= 1; n--) {
+		tkey x = win[2 * n], y = win[2 * n + 1];
+
+		win[n] = y < x ? y : x;
+		m->lt128[n] = y < x ? x : y;
+	}
+	m->lt128[0] = win[1];
+	/* Narrow keys order the same. */
+	for (unsigned int n = 0; n < nl && !m->wide; n++)
+		m->lt64[n] = narrow_key((uint64_t)(m->lt128[n] >> 32), (unsigned int)m->lt128[n]);
+	m->tree_dirty = false;
+	return 0;
+}
+
+/*
+ * Merge what may go: events before @bound, and the earliest ones past
+ * max_held, into out in time order, applying them as it fills.
+ */
+static __attribute__((always_inline)) inline int
+merge(struct pt_analysis *a, uint64_t bound, const bool wide)
+{
+	struct pt_analysis_priv *m = a->priv;
+	uint64_t excess = m->held > m->p.max_held ? m->held - m->p.max_held : 0;
+	uint64_t n = 0, late = 0, last = m->last_released;
+	struct cursor *cur = m->cur;
+	unsigned int nl = m->nl;
+	int ret = 0;
+
+	for (;;) {
+		unsigned int w;
+		uint64_t t;
+		struct cursor *c;
+
+		if (wide) {
+			w = (unsigned int)m->lt128[0];
+			t = (uint64_t)(m->lt128[0] >> 32);
+		} else {
+			if (m->lt64[0] == UINT64_MAX)
+				break;	/* all empty */
+			w = m->lt64[0] & (NARROW_LEAVES - 1);
+			t = m->lt64[0] & ~(uint64_t)(NARROW_LEAVES - 1);
+		}
+		if (t >= bound && n >= excess)
+			break;
+		c = &cur[w];
+		m->out[m->nr_out] = *c->p++;
+		if (m->want_full)
+			m->out_full[m->nr_out] = *c->full++;
+		__builtin_prefetch(c->p + 8);
+		/* Play the winner's next event up the tree. */
+		if (wide) {
+			tkey k = wide_key(c->p < c->end ? c->p->time_ns : UINT64_MAX, w);
+
+			for (unsigned int i = (w + nl) >> 1; i; i >>= 1) {
+				tkey o = m->lt128[i];
+				bool sw = o < k;
+
+				m->lt128[i] = sw ? k : o;
+				k = sw ? o : k;
+			}
+			m->lt128[0] = k;
+		} else {
+			uint64_t k = narrow_key(c->p < c->end ? c->p->time_ns : UINT64_MAX, w);
+
+			for (unsigned int i = (w + nl) >> 1; i; i >>= 1) {
+				uint64_t o = m->lt64[i];
+				bool sw = o < k;
+
+				m->lt64[i] = sw ? k : o;
+				k = sw ? o : k;
+			}
+			m->lt64[0] = k;
+		}
+		n++;
+		/* Released before an earlier event: a CPU was held up too long. */
+		if (t < last)
+			late++;
+		else
+			last = t;
+		if (++m->nr_out == OUT) {
+			ret = process_out(a, true);
+			if (ret)
+				break;
+		}
+	}
+	m->held -= n;
+	m->last_released = last;
+	a->late_events += late;
+	return ret;
+}
+
+/* Queued events before this time may go now (0: none may). */
+static uint64_t release_bound(const struct pt_analysis_priv *m, bool drain)
+{
+	uint64_t b = 0;
+
+	if (drain)
+		return UINT64_MAX;
+	/*
+	 * Every CPU has events queued: none earlier than its last can come.
+	 * Those at the earliest last time wait, so that ties keep CPU order.
+	 */
+	if (m->all_cpus_known && m->nr_nonempty == m->nr_active && m->nr_active) {
+		b = UINT64_MAX;
+		for (unsigned int i = 0; i < m->nr_q; i++) {
+			const struct queue *q = &m->q[i];
+
+			if (q->active && q->ev[q->tail - 1].time_ns < b)
+				b = q->ev[q->tail - 1].time_ns;
+		}
+	}
+	/* A CPU quiet for hold_ns: what is older than that goes. */
+	if (m->p.hold_ns != UINT64_MAX && m->max_seen >= m->p.hold_ns &&
+	    m->max_seen - m->p.hold_ns + 1 > b)
+		b = m->max_seen - m->p.hold_ns + 1;
+	return b;
+}
+
+/* Release what may go; with @drain, everything, and apply it all. */
+static int release(struct pt_analysis *a, bool drain)
+{
+	struct pt_analysis_priv *m = a->priv;
+	unsigned int used;
+	uint64_t bound;
+	int ret = 0;
+
+	if (m->held) {
+		bound = release_bound(m, drain);
+		if (m->tree_dirty) {
+			ret = tree_build(m);
+			if (ret)
+				return ret;
+		}
+		used = m->q_hi - m->q_off;
+		for (unsigned int i = 0; i < used; i++) {
+			const struct queue *q = &m->q[m->q_off + i];
+
+			m->cur[i].p = q->ev + q->head;
+			m->cur[i].end = q->ev + q->tail;
+			m->cur[i].full = m->want_full ? q->full + q->head : NULL;
+		}
+		ret = m->wide ? merge(a, bound, true) : merge(a, bound, false);
+		m->nr_nonempty = 0;
+		for (unsigned int i = 0; i < used; i++) {
+			struct queue *q = &m->q[m->q_off + i];
+
+			q->head = m->cur[i].p - q->ev;
+			if (q->head == q->tail)
+				q->head = q->tail = 0;
+			else
+				m->nr_nonempty++;
+		}
+	}
+	if (!ret && drain)
+		ret = process_out(a, false);
+	return ret;
+}
+
+/* Room for @n more events at the tail of @q. */
+static int queue_room(struct pt_analysis_priv *m, struct queue *q, size_t n)
+{
+	size_t len = q->tail - q->head, cap;
+
+	if (q->tail + n <= q->cap)
+		return 0;
+	if (q->head) {
+		memmove(q->ev, q->ev + q->head, len * sizeof(*q->ev));
+		if (m->want_full)
+			memmove(q->full, q->full + q->head, len * sizeof(*q->full));
+		q->head = 0;
+		q->tail = len;
+	}
+	/* Keep half free after a move, so that moves cost O(1) an event. */
+	if (len + n <= q->cap / 2)
+		return 0;
+	for (cap = q->cap ? 2 * q->cap : 1024; cap < 2 * (len + n); cap *= 2)
+		;
+	{
+		struct pt_cevent *ev = realloc(q->ev, cap * sizeof(*ev));
+
+		if (!ev)
+			return -ENOMEM;
+		q->ev = ev;
+	}
+	if (m->want_full) {
+		struct pt_event *full = realloc(q->full, cap * sizeof(*full));
+
+		if (!full)
+			return -ENOMEM;
+		q->full = full;
+	}
+	q->cap = cap;
+	return 0;
+}
+
+/* Event @i of @q is earlier than the one before it (Go): move it back. */
+static void queue_sort_in(struct pt_analysis_priv *m, struct queue *q, size_t i)
+{
+	struct pt_cevent ev = q->ev[i];
+	struct pt_event full;
+	size_t j = i;
+
+	if (m->want_full)
+		full = q->full[i];
+	while (j > q->head && q->ev[j - 1].time_ns > ev.time_ns) {
+		q->ev[j] = q->ev[j - 1];
+		if (m->want_full)
+			q->full[j] = q->full[j - 1];
+		j--;
+	}
+	q->ev[j] = ev;
+	if (m->want_full)
+		q->full[j] = full;
+	if (j == q->head)
+		m->tree_dirty = true;	/* a new first event */
+}
+
+static int push(struct pt_analysis *a, struct queue *q, const struct pt_cevent *evs,
+		const struct pt_event *full, unsigned int n)
+{
+	struct pt_analysis_priv *m = a->priv;
+	bool was_empty = q->head == q->tail;
+	uint64_t max = m->max_seen;
+	int ret = queue_room(m, q, n);
+
+	if (ret)
+		return ret;
+	memcpy(q->ev + q->tail, evs, n * sizeof(*evs));
+	if (m->want_full)
+		memcpy(q->full + q->tail, full, n * sizeof(*full));
+	/*
+	 * A CPU's events come in order (the reader checks it), but Go's may
+	 * not quite: insert from the back to keep the queue sorted.
+	 */
+	for (size_t i = q->tail; i < q->tail + n; i++) {
+		uint64_t t = q->ev[i].time_ns;
+
+		max = t > max ? t : max;
+		if (unlikely(i > q->head && q->ev[i - 1].time_ns > t))
+			queue_sort_in(m, q, i);
+	}
+	q->tail += n;
+	if (was_empty) {
+		m->nr_nonempty++;
+		m->tree_dirty = true;
+	}
+	if (!q->active) {
+		q->active = true;
+		m->nr_active++;
+	}
+	m->held += n;
+	if (m->held > a->max_held_seen)
+		a->max_held_seen = m->held;
+	m->max_seen = max;
+	return 0;
+}
+
+/* ---------------------------------------------------------- arrival */
 
 static int on_chunk(const struct pt_chunk *c, void *arg)
 {
@@ -650,31 +1221,87 @@ static int on_chunk(const struct pt_chunk *c, void *arg)
 			l->lost = c->lost;
 			l->cpu = c->cpu;
 		}
-		rate_add(a, c->time_ns, 0, 0, c->lost);
+		rate_bin(a, c->time_ns)->lost += c->lost;
 	}
 	return 0;
 }
 
-static int arrive(struct pt_analysis *a, const struct pt_event *ev)
+/* A run of one CPU's events from one chunk; @full with the event hook. */
+static int arrive_run(struct pt_analysis *a, uint32_t cpu, uint16_t chunk_flags,
+		      const struct pt_cevent *evs, const struct pt_event *full,
+		      unsigned int n)
 {
-	struct pt_zone_stats *z;
+	struct pt_analysis_priv *m = a->priv;
+	bool snap = chunk_flags & PAGETRACE_CHUNK_SNAPSHOT;
+	struct queue *q;
+	int ret;
 
-	if (ev->type < PT_EV_ALLOC || ev->type > PT_EV_RECLAIM)
+	pt_stats_add_run(&a->stats, evs, n, cpu);
+	if (m->p.flags & PT_ANALYSIS_UNORDERED) {
+		for (unsigned int i = 0; i < n; i++)
+			count_event(a, evs[i].time_ns, pt_cevent_type(&evs[i]),
+				    pt_cevent_npages(&evs[i]), zone_of(a, evs[i].pfn), snap);
 		return 0;
-	pt_stats_add_event(&a->stats, ev);
-	z = zone_stats(a, pt_analysis_zone(a, ev->pfn));
-	z->events[ev->type]++;
-	z->pages[ev->type] += ev->npages;
-	if (ev->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT) {
-		/* The state at the start: seeds the map, outside the time line. */
-		if (ev->type == PT_EV_ALLOC) {
-			a->snapshot_events++;
-			a->snapshot_pages += ev->npages;
-		}
-		return process(a, ev, true);
 	}
-	rate_add(a, ev->time_ns, ev->type, ev->npages, 0);
-	return push(a, ev);
+	if (snap) {
+		/* The state at the start: seeds the map, outside the time line. */
+		for (unsigned int i = 0; i < n; i++) {
+			ret = process(a, &evs[i], full ? &full[i] : NULL, true);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	q = get_queue(m, cpu);
+	if (!q)
+		return -ENOMEM;
+	while (n) {
+		/* Near max_held, an event at a time: each pushes out the earliest. */
+		uint64_t room = m->p.max_held - m->held;
+		unsigned int k = room < n ? (unsigned int)room + 1 : n;
+
+		ret = push(a, q, evs, full, k);
+		if (!ret)
+			ret = release(a, false);
+		if (ret)
+			return ret;
+		evs += k;
+		if (full)
+			full += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* With the event hook: a batch of full events, cut into runs of one CPU. */
+static int arrive_batch(struct pt_analysis *a, unsigned int n)
+{
+	struct pt_analysis_priv *m = a->priv;
+	const struct pt_event *b = m->batch;
+	unsigned int i = 0;
+
+	while (i < n) {
+		unsigned int j = i, k = 0;
+		int ret;
+
+		if (b[i].type < PT_EV_ALLOC || b[i].type > PT_EV_RECLAIM) {
+			i++;	/* a task record */
+			continue;
+		}
+		while (j < n && b[j].cpu == b[i].cpu && b[j].chunk_flags == b[i].chunk_flags &&
+		       b[j].type >= PT_EV_ALLOC && b[j].type <= PT_EV_RECLAIM) {
+			m->run[k].time_ns = b[j].time_ns;
+			m->run[k].pfn = b[j].pfn;
+			m->run[k].npages_type = b[j].npages << 2 | b[j].type;
+			j++;
+			k++;
+		}
+		ret = arrive_run(a, b[i].cpu, b[i].chunk_flags, m->run, &b[i], k);
+		if (ret)
+			return ret;
+		i = j;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------- api */
@@ -684,6 +1311,51 @@ static int cmp_zone(const void *x, const void *y)
 	const struct pt_zone *a = x, *b = y;
 
 	return a->start_pfn < b->start_pfn ? -1 : a->start_pfn > b->start_pfn;
+}
+
+/*
+ * The flat map spans the zones from a leaf boundary, FLAT_MAX_PFNS at
+ * most; each leaf's zone is known up front unless a zone edge is in it.
+ */
+static int flat_init(struct pt_analysis *a)
+{
+	struct pt_analysis_priv *m = a->priv;
+	uint64_t lo = UINT64_MAX, hi = 0, nr;
+
+	for (unsigned int i = 0; i < a->nr_zones; i++) {
+		const struct pt_zone *z = &a->zones[i];
+
+		if (z->start_pfn >= z->end_pfn || z->start_pfn > PAGETRACE_PFN_MAX)
+			continue;
+		lo = z->start_pfn < lo ? z->start_pfn : lo;
+		hi = z->end_pfn > hi ? z->end_pfn : hi;
+	}
+	if (lo >= hi)
+		return 0;
+	lo &= ~LEAF_MASK;
+	if (hi > PAGETRACE_PFN_MAX + 1)
+		hi = PAGETRACE_PFN_MAX + 1;
+	if (hi - lo > FLAT_MAX_PFNS)
+		hi = lo + FLAT_MAX_PFNS;
+	nr = (hi - lo + LEAF_MASK) >> LEAF_SHIFT;
+	m->dir = calloc(nr, sizeof(*m->dir));
+	m->leaf_zone = malloc(nr * sizeof(*m->leaf_zone));
+	if (!m->dir || !m->leaf_zone)
+		return -ENOMEM;
+	m->flat_lo = lo;
+	m->flat_span = nr << LEAF_SHIFT;
+	for (uint64_t i = 0; i < nr; i++)
+		m->leaf_zone[i] = pt_analysis_zone(a, lo + (i << LEAF_SHIFT));
+	/* A zone starting or ending inside a leaf: its PFNs differ. */
+	for (unsigned int i = 0; i < a->nr_zones; i++) {
+		uint64_t edge[2] = { a->zones[i].start_pfn, a->zones[i].end_pfn };
+
+		for (int k = 0; k < 2; k++)
+			if (edge[k] > lo && edge[k] - lo < m->flat_span &&
+			    ((edge[k] - lo) & LEAF_MASK))
+				m->leaf_zone[(edge[k] - lo) >> LEAF_SHIFT] = LEAF_MIXED;
+	}
+	return 0;
 }
 
 static int init(struct pt_reader *r, struct pt_analysis *a,
@@ -713,21 +1385,38 @@ static int init(struct pt_reader *r, struct pt_analysis *a,
 			m->p.hold_ns = 1000000000ULL +
 				       4000000ULL * (ses ? ses->flush_ms : 0);
 	}
+	m->want_full = m->p.event;
 	a->nr_zones = pt_reader_zones(r, &z);
+	/* Zone indexes fit a slot: a header of 1 MiB holds fewer zones. */
+	if (a->nr_zones >= SLOT_ZONE_OTHER)
+		return -EOVERFLOW;
 	a->zones = calloc(a->nr_zones + 1, sizeof(*a->zones));
 	a->zone_stats = calloc(a->nr_zones + 1, sizeof(*a->zone_stats));
 	a->bins = calloc(PT_RATE_BINS, sizeof(*a->bins));
 	a->life = calloc(PT_LIFE_ORDERS, sizeof(*a->life));
 	m->map_bits = MAP_MIN_BITS;
 	m->map = calloc(1ULL << m->map_bits, sizeof(*m->map));
-	m->heap = calloc(PT_GO_MAX_P + 1, sizeof(*m->heap));
-	if (!a->zones || !a->zone_stats || !a->bins || !a->life || !m->map || !m->heap)
+	if (m->want_full) {
+		m->batch = calloc(RUN, sizeof(*m->batch));
+		m->out_full = calloc(OUT, sizeof(*m->out_full));
+		if (!m->batch || !m->out_full)
+			return -ENOMEM;
+	}
+	if (!a->zones || !a->zone_stats || !a->bins || !a->life || !m->map)
 		return -ENOMEM;
+	if (a->nr_zones)
+		memcpy(a->zones, z, a->nr_zones * sizeof(*z));
+	qsort(a->zones, a->nr_zones, sizeof(*a->zones), cmp_zone);
+	ret = flat_init(a);
+	if (ret)
+		return ret;
 	/*
 	 * v1 streams name their CPUs up front, so a CPU that has logged
 	 * nothing yet holds the merge back.  Go traces do not: their Ps are
 	 * learnt on the way, so events wait for the end (or max_held).
 	 */
+	m->q_off = UINT_MAX;
+	m->tree_dirty = true;
 	if (h->header_size) {
 		m->all_cpus_known = true;
 		for (unsigned int c = 0; c < h->nr_cpus; c++) {
@@ -739,77 +1428,42 @@ static int init(struct pt_reader *r, struct pt_analysis *a,
 			m->nr_active++;
 		}
 	}
-	if (a->nr_zones)
-		memcpy(a->zones, z, a->nr_zones * sizeof(*z));
-	qsort(a->zones, a->nr_zones, sizeof(*a->zones), cmp_zone);
 	a->origin_ns = h->start_ns;
 	a->bin_ns = RATE_BIN0_NS;
 	return 0;
 }
 
-/* PT_ANALYSIS_UNORDERED: compact runs straight into the counts. */
-static int collect_unordered(struct pt_reader *r, struct pt_analysis *a)
-{
-	struct pt_cevent evs[256];
-	const struct pt_chunk *c;
-	int ret;
-
-	while ((ret = pt_reader_next_run(r, evs, 256, &c)) > 0) {
-		bool snap = c->flags & PAGETRACE_CHUNK_SNAPSHOT;
-
-		pt_stats_add_run(&a->stats, evs, ret, c->cpu);
-		for (int i = 0; i < ret; i++) {
-			unsigned int t = pt_cevent_type(&evs[i]);
-			uint64_t np = pt_cevent_npages(&evs[i]);
-			struct pt_zone_stats *z = zone_stats(a, pt_analysis_zone(a, evs[i].pfn));
-
-			z->events[t]++;
-			z->pages[t] += np;
-			if (!snap) {
-				rate_add(a, evs[i].time_ns, t, np, 0);
-			} else if (t == PT_EV_ALLOC) {
-				a->snapshot_events++;
-				a->snapshot_pages += np;
-			}
-		}
-	}
-	return ret;
-}
-
 int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
 			const struct pt_analysis_params *p)
 {
-	struct pt_event evs[256];
+	struct pt_analysis_priv *m;
+	const struct pt_chunk *c;
 	int ret, ret2;
 
 	ret = init(r, a, p);
 	if (ret)
 		return ret;
+	m = a->priv;
 	pt_reader_set_chunk_cb(r, on_chunk, a);
-	if (a->priv->p.flags & PT_ANALYSIS_UNORDERED) {
-		ret = collect_unordered(r, a);
-		goto out;
-	}
-	while ((ret = pt_reader_next_batch(r, evs, 256)) > 0) {
-		int n = ret;
-
-		ret = 0;
-		for (int i = 0; i < n && !ret; i++) {
-			ret = arrive(a, &evs[i]);
-			if (!ret && a->priv->held > a->priv->p.max_held)
-				ret = release(a, false);
+	if (m->want_full) {
+		while ((ret = pt_reader_next_batch(r, m->batch, RUN)) > 0) {
+			ret = arrive_batch(a, ret);
+			if (ret)
+				break;
 		}
-		if (!ret)
-			ret = release(a, false);
-		if (ret)
-			break;
+	} else {
+		while ((ret = pt_reader_next_run(r, m->run, RUN, &c)) > 0) {
+			ret = arrive_run(a, c->cpu, c->flags, m->run, NULL, ret);
+			if (ret)
+				break;
+		}
 	}
 	/* Whatever came before a reader error still counts; a hook's stops all. */
-	ret2 = a->priv->err ? 0 : release(a, true);
+	ret2 = m->err ? 0 : release(a, true);
 	if (!ret)
 		ret = ret2;
-out:
 	pt_reader_set_chunk_cb(r, NULL, NULL);
+	life_total(a);
 	if (a->stats.nr_cpus > pt_reader_header(r)->nr_cpus)
 		a->stats.nr_cpus = pt_reader_header(r)->nr_cpus;
 	a->stats.tasks = pt_reader_counters(r)->tasks;
@@ -833,11 +1487,23 @@ void pt_analysis_free(struct pt_analysis *a)
 	a->bins = NULL;
 	a->life = NULL;
 	if (m) {
-		for (unsigned int i = 0; i < m->nr_q; i++)
+		for (unsigned int i = 0; i < m->nr_q; i++) {
 			free(m->q[i].ev);
+			free(m->q[i].full);
+		}
 		free(m->q);
+		for (unsigned int i = 0; i < m->nr_arenas; i++)
+			free(m->arenas[i]);
+		free(m->arenas);
+		free(m->dir);
+		free(m->leaf_zone);
 		free(m->map);
-		free(m->heap);
+		free(m->lt64);
+		free(m->lt128);
+		free(m->win);
+		free(m->cur);
+		free(m->batch);
+		free(m->out_full);
 		free(m);
 		a->priv = NULL;
 	}

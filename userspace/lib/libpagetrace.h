@@ -339,14 +339,22 @@ int pt_stats_collect(struct pt_reader *r, struct pt_stats *s);
  * went quiet), or when more than @max_held events are queued.  Memory is
  * bounded by @max_held and by the page blocks live at once.
  *
- * In time order it tracks each allocated block in a hash map keyed by its
- * first page: a free or reclaim of a block ends its lifetime; one of part
- * of a block (split pages) ends that part, found by looking up the
- * naturally aligned blocks of orders 1..PT_SPLIT_ORDERS that could hold it.
- * A free of pages never seen allocated is "unmatched": allocated before the
- * trace started, unless snapshot chunks (the memory map at the start) said
- * so; their allocations seed the map with no start time.  In-use counts
- * cover the pages the trace knows to be allocated.
+ * Events of equal time go in CPU order (Go: P -1 first), each CPU's in
+ * the order it logged them.
+ *
+ * In time order it tracks each allocated block by its first page, in a
+ * flat array over the zones' PFNs (a hash map for PFNs outside them): a
+ * free or reclaim of a block ends its lifetime; one of part of a block
+ * (split pages) ends that part, found by looking up the naturally aligned
+ * blocks of orders 1..PT_SPLIT_ORDERS that could hold it, and the rest
+ * stays as naturally aligned pieces (a piece that would start where a
+ * later block starts is dropped: a free was lost).  A free of pages never
+ * seen allocated is "unmatched": allocated before the trace started,
+ * unless snapshot chunks (the memory map at the start) said so; their
+ * allocations seed the map with no start time.  In-use counts cover the
+ * pages the trace knows to be allocated.  The array takes 16 bytes per
+ * PFN of the zones' span at most (its leaves of 1024 PFNs are made as
+ * they are first written), the hash map 48 to 96 bytes a block in it.
  */
 #define PT_SPLIT_ORDERS		10
 /* Lifetime histograms: per order of the allocation, npages rounded up. */
@@ -465,7 +473,7 @@ struct pt_analysis_params {
  * @lost_sites: the first PT_MAX_LOST_SITES chunks with lost events
  * @nr_lost_sites: entries used in @lost_sites (all of them are in stats.lost)
  * @life: lifetimes per allocation order (snapshot blocks have none)
- * @life_all: all lifetimes
+ * @life_all: all lifetimes (the sum of @life, made at the end)
  * @snapshot_events, @snapshot_pages: allocations in snapshot chunks
  * @in_use: pages allocated now (at the end: still allocated)
  * @in_use_blocks: blocks allocated now
