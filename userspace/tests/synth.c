@@ -52,11 +52,17 @@ static void put_record(struct synth *s, uint32_t type, const void *p, uint32_t s
 void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		unsigned int flags)
 {
-	struct pagetrace_rec_zone z = {
-		.node = htole32(0), .zone = htole32(1),
-		.start_pfn = htole64(0x1000), .end_pfn = htole64(0x100000),
-		.present_pages = htole64(0xfe000), .name = "DMA32",
+	static const struct pt_zone z = {
+		.node = 0, .zone = 1, .start_pfn = 0x1000, .end_pfn = 0x100000,
+		.present_pages = 0xfe000, .name = "DMA32",
 	};
+
+	synth_init_zones(s, nr_cpus, chunk_size, flags, &z, 1);
+}
+
+void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+		      unsigned int flags, const struct pt_zone *zones, unsigned int nr_zones)
+{
 	struct pagetrace_rec_session ses = {
 		.nr_bufs = htole32(4), .backend = htole32(PAGETRACE_BACKEND_KPROBE),
 		.flush_ms = htole32(100),
@@ -104,7 +110,17 @@ void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 	put32(s, h->chunk_size);
 	put32(s, h->flags);
 	put_record(s, PAGETRACE_REC_RELEASE, rel, sizeof(rel));
-	put_record(s, PAGETRACE_REC_ZONE, &z, sizeof(z));
+	for (unsigned int i = 0; i < nr_zones; i++) {
+		struct pagetrace_rec_zone z = {
+			.node = htole32(zones[i].node), .zone = htole32(zones[i].zone),
+			.start_pfn = htole64(zones[i].start_pfn),
+			.end_pfn = htole64(zones[i].end_pfn),
+			.present_pages = htole64(zones[i].present_pages),
+		};
+
+		memcpy(z.name, zones[i].name, sizeof(z.name));
+		put_record(s, PAGETRACE_REC_ZONE, &z, sizeof(z));
+	}
 	put_record(s, PAGETRACE_REC_SESSION, &ses, sizeof(ses));
 	put_record(s, PAGETRACE_REC_END, NULL, 0);
 	h->header_size = s->len - hdr_start;

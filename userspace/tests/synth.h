@@ -42,6 +42,9 @@ struct synth {
 /* A header with a release, one zone and a session record; start_ns = 1 s. */
 void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		unsigned int flags);
+/* The same with these zone records (node, zone, PFNs, present, name). */
+void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+		      unsigned int flags, const struct pt_zone *zones, unsigned int nr_zones);
 void synth_free(struct synth *s);
 
 /* t is clamped up to the CPU's last time, as a writer must. */
