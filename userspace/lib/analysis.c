@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include "internal.h"
 
 #define DEFAULT_MAX_HELD	(1ULL << 21)
@@ -34,7 +35,10 @@
 #define LEAF_MASK		(LEAF_PFNS - 1)
 /* PFNs the flat map spans at most (1 TiB of 4 KiB pages); others are hashed. */
 #define FLAT_MAX_PFNS		(1ULL << 28)
-/* Leaves come from arenas of 2 MiB: fewer allocations, and fast to free. */
+/*
+ * Leaves come from arenas of 2 MiB, huge pages where the kernel has them:
+ * slots are written and read at random, and each TLB miss costs.
+ */
 #define ARENA_BYTES		(2UL << 20)
 #define LEAF_MIXED		(UINT32_MAX - 1)	/* PT_ZONE_OTHER is UINT32_MAX */
 /* Up to this many queues, merge keys are 64 bits: time | leaf. */
@@ -253,7 +257,7 @@ uint64_t pt_life_percentile(const struct pt_life_hist *h, double pct)
 	return h->max_ns;
 }
 
-static void life_add(struct pt_life_hist *h, uint64_t ns)
+static __attribute__((always_inline)) inline void life_add(struct pt_life_hist *h, uint64_t ns)
 {
 	if (!h->count || ns < h->min_ns)
 		h->min_ns = ns;
@@ -449,6 +453,22 @@ static uint32_t zone_of(const struct pt_analysis *a, uint64_t pfn)
 	return pt_analysis_zone(a, pfn);
 }
 
+/* A zeroed arena, aligned so that it can be a huge page. */
+static void *arena_map(void)
+{
+	char *p = mmap(NULL, 2 * ARENA_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (char *)(((uintptr_t)p + ARENA_BYTES - 1) & ~(uintptr_t)(ARENA_BYTES - 1));
+	if (a > p)
+		munmap(p, a - p);
+	munmap(a + ARENA_BYTES, p + ARENA_BYTES - a);
+	madvise(a, ARENA_BYTES, MADV_HUGEPAGE);
+	return a;
+}
+
 /* Make the leaf of flat offset @off. */
 static struct leaf *leaf_new(struct pt_analysis_priv *m, uint64_t off)
 {
@@ -460,8 +480,7 @@ static struct leaf *leaf_new(struct pt_analysis_priv *m, uint64_t off)
 		if (!n)
 			return NULL;
 		m->arenas = n;
-		/* Big enough for mmap: zero pages, touched as slots are used. */
-		n[m->nr_arenas] = calloc(1, ARENA_BYTES);
+		n[m->nr_arenas] = arena_map();
 		if (!n[m->nr_arenas])
 			return NULL;
 		m->nr_arenas++;
@@ -555,7 +574,8 @@ static struct slot *find_containing(struct pt_analysis_priv *m, uint64_t pfn,
 
 /* ------------------------------------------------------------ in use */
 
-static void in_use_add(struct pt_analysis *a, const struct slot *b)
+static __attribute__((always_inline)) inline void
+in_use_add(struct pt_analysis *a, const struct slot *b)
 {
 	struct pt_zone_stats *z = zone_stats(a, slot_zone(b));
 	uint64_t np = slot_npages(b);
@@ -572,7 +592,8 @@ static void in_use_add(struct pt_analysis *a, const struct slot *b)
 	}
 }
 
-static void in_use_sub(struct pt_analysis *a, const struct slot *b, uint64_t npages)
+static __attribute__((always_inline)) inline void
+in_use_sub(struct pt_analysis *a, const struct slot *b, uint64_t npages)
 {
 	a->in_use -= npages;
 	a->in_use_by_order[slot_order(b)] -= npages;
@@ -1493,7 +1514,7 @@ void pt_analysis_free(struct pt_analysis *a)
 		}
 		free(m->q);
 		for (unsigned int i = 0; i < m->nr_arenas; i++)
-			free(m->arenas[i]);
+			munmap(m->arenas[i], ARENA_BYTES);
 		free(m->arenas);
 		free(m->dir);
 		free(m->leaf_zone);
