@@ -5,13 +5,15 @@
 #   scripts/bench-decode.sh [EVENTS]        default 100000000 (~800 MB)
 #
 # Environment: CPU (the core to pin to, default 1), ROUNDS (best of, default
-# 3), TRACE (reuse or keep this trace file; default build/bench/trace.pt,
-# deleted afterwards unless KEEP=1).
+# 3, for every row), TRACE (reuse or keep this trace file; default
+# build/bench/trace.pt, deleted afterwards unless KEEP=1).
 #
 # Rates are events per CPU-second of the benchmark process (what one core
 # does, however busy the machine is) and per wall-clock second; on an idle
 # machine the two agree.  The trace comes from userspace/tests/gen_trace.c:
 # 8 CPUs, two zones, orders 0..10, reclaim bursts, now and then losses.
+# The last lines sum up decode, stats --quick and the full stats against
+# their goals.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 N=${1:-100000000}
@@ -35,18 +37,44 @@ if [ ! -s "$TRACE" ]; then
 fi
 size=$(stat -c %s "$TRACE")
 echo "# trace: $TRACE, $((size / 1048576)) MiB; cpu $CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')); load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# library ($ROUNDS rounds, the analysis 1)"
-taskset -c "$CPU" "$B/bench_decode" "$TRACE" "$ROUNDS"
+echo "# library, trace in memory (best of $ROUNDS rounds)"
+taskset -c "$CPU" "$B/bench_decode" "$TRACE" "$ROUNDS" | tee "$B/lib.txt"
 
-echo "# the CLI, end to end (file in the page cache, output discarded)"
-for cmd in "stats --json" "stats --quick --json" "convert --to csv"; do
-	/usr/bin/time -f "%U %S %e" -o "$B/time" taskset -c "$CPU" \
-		"$ROOT/userspace/pagetrace" $cmd "$TRACE" >/dev/null
-	read -r u s e <"$B/time"
-	awk -v n="$N" -v u="$u" -v s="$s" -v e="$e" -v c="pagetrace $cmd" 'BEGIN {
-		printf "%-36s %11d %9.3f %9.1f %9.3f %9.1f\n", c, n, u + s,
-		       n / (u + s) / 1e6, e, n / e / 1e6 }'
-done
+# rate COMMAND...: the best of ROUNDS runs of the CLI, as a table row;
+# the CPU-time rate is left in $RATE.
+rate() {
+	local best=
+	for _ in $(seq "$ROUNDS"); do
+		/usr/bin/time -f "%U %S %e" -o "$B/time" taskset -c "$CPU" \
+			"$ROOT/userspace/pagetrace" "$@" "$TRACE" >/dev/null
+		best=$(awk -v b="$best" '{ t = $1 + $2; if (b == "" || t < b) print t " " $3; else print b }' \
+			"$B/time")
+	done
+	read -r cpu wall <<<"$best"
+	RATE=$(awk -v n="$N" -v c="$cpu" 'BEGIN { printf "%.1f", n / c / 1e6 }')
+	awk -v n="$N" -v c="$cpu" -v e="$wall" -v what="pagetrace $*" 'BEGIN {
+		printf "%-36s %11d %9.3f %9.1f %9.3f %9.1f\n", what, n, c, n / c / 1e6, e, n / e / 1e6 }'
+}
+
+echo "# the CLI, end to end: file in the page cache, output discarded (best of $ROUNDS)"
+rate stats --json
+stats=$RATE
+rate stats --quick --json
+quick=$RATE
+rate convert --to csv
+decode=$(awk '/^decode, pt_reader_next_run \(mem\)/ { print $6 }' "$B/lib.txt")
+analysis=$(awk '/^analysis, pt_analysis_collect/ { print $5 }' "$B/lib.txt")
+
+# goal NAME RATE GOAL: one line of the summary.
+goal() {
+	awk -v what="$1" -v r="$2" -v g="$3" 'BEGIN {
+		printf "%-36s %9.1f M events/s   goal %d: %s\n", what, r, g, (r >= g ? "met" : "NOT met") }'
+}
+echo "# summary: events per CPU-second on one core (goals from the decode/stats issue)"
+goal "decode (pt_reader_next_run, memory)" "$decode" 200
+goal "pagetrace stats --quick" "$quick" 50
+goal "pagetrace stats (full analysis)" "$stats" 50
+awk -v r="$analysis" 'BEGIN { printf "%-36s %9.1f M events/s   (library alone, trace in memory)\n", "pt_analysis_collect()", r }'
 if [ "${KEEP:-0}" != 1 ] && [ "$TRACE" = "$B/trace.pt" ]; then
 	rm -f "$TRACE"
 fi

@@ -5,7 +5,8 @@
  *
  *   bench_decode FILE [ROUNDS]
  *
- * Each measurement is the best of ROUNDS (default 3) runs.  The file is
+ * Each measurement is the best of ROUNDS (default 3) runs, the full
+ * analysis (pagetrace stats) included.  The file is
  * read into memory first, so the "mem" rows measure decoding alone; the
  * "fd" row goes through read() from the page cache.
  */
@@ -178,6 +179,6 @@ int main(int argc, char **argv)
 	measure("decode, pt_reader_next_run (mem)", run_runs, rounds);
 	measure("stats, pt_stats_collect", run_stats, rounds);
 	measure("analysis, unordered (stats --quick)", run_quick, rounds);
-	measure("analysis, pt_analysis_collect", run_analysis, 1);
+	measure("analysis, pt_analysis_collect", run_analysis, rounds);
 	return 0;
 }
