@@ -1186,19 +1186,13 @@ static void queue_sort_in(struct pt_analysis_priv *m, struct queue *q, size_t i)
 		m->tree_dirty = true;	/* a new first event */
 }
 
-static int push(struct pt_analysis *a, struct queue *q, const struct pt_cevent *evs,
-		const struct pt_event *full, unsigned int n)
+/* @n events were written at the tail of @q: queue them, and release. */
+static int queue_commit(struct pt_analysis *a, struct queue *q, unsigned int n)
 {
 	struct pt_analysis_priv *m = a->priv;
 	bool was_empty = q->head == q->tail;
 	uint64_t max = m->max_seen;
-	int ret = queue_room(m, q, n);
 
-	if (ret)
-		return ret;
-	memcpy(q->ev + q->tail, evs, n * sizeof(*evs));
-	if (m->want_full)
-		memcpy(q->full + q->tail, full, n * sizeof(*full));
 	/*
 	 * A CPU's events come in order (the reader checks it), but Go's may
 	 * not quite: insert from the back to keep the queue sorted.
@@ -1223,7 +1217,18 @@ static int push(struct pt_analysis *a, struct queue *q, const struct pt_cevent *
 	if (m->held > a->max_held_seen)
 		a->max_held_seen = m->held;
 	m->max_seen = max;
-	return 0;
+	return release(a, false);
+}
+
+/*
+ * How many of @n events to queue at once: near max_held, one at a time,
+ * so that each one pushes the earliest out.
+ */
+static unsigned int queue_take(const struct pt_analysis_priv *m, unsigned int n)
+{
+	uint64_t room = m->p.max_held - m->held;
+
+	return room < n ? (unsigned int)room + 1 : n;
 }
 
 /* ---------------------------------------------------------- arrival */
@@ -1277,13 +1282,15 @@ static int arrive_run(struct pt_analysis *a, uint32_t cpu, uint16_t chunk_flags,
 	if (!q)
 		return -ENOMEM;
 	while (n) {
-		/* Near max_held, an event at a time: each pushes out the earliest. */
-		uint64_t room = m->p.max_held - m->held;
-		unsigned int k = room < n ? (unsigned int)room + 1 : n;
+		unsigned int k = queue_take(m, n);
 
-		ret = push(a, q, evs, full, k);
-		if (!ret)
-			ret = release(a, false);
+		ret = queue_room(m, q, k);
+		if (ret)
+			return ret;
+		memcpy(q->ev + q->tail, evs, k * sizeof(*evs));
+		if (m->want_full)
+			memcpy(q->full + q->tail, full, k * sizeof(*full));
+		ret = queue_commit(a, q, k);
 		if (ret)
 			return ret;
 		evs += k;
@@ -1323,6 +1330,53 @@ static int arrive_batch(struct pt_analysis *a, unsigned int n)
 		i = j;
 	}
 	return 0;
+}
+
+/*
+ * Without the event hook, each run of a v1 stream is decoded straight into
+ * its CPU's queue: 0 at the end of the stream, or an error.
+ */
+static int collect_in_place(struct pt_reader *r, struct pt_analysis *a)
+{
+	struct pt_analysis_priv *m = a->priv;
+	const struct pt_chunk *c;
+	int ret;
+
+	while ((ret = pt_reader_peek_chunk(r, &c)) > 0) {
+		uint64_t offset = c->offset;
+		uint32_t cpu = c->cpu;
+		struct queue *q;
+		unsigned int k;
+
+		if (c->flags & PAGETRACE_CHUNK_SNAPSHOT) {
+			ret = pt_reader_next_run(r, m->run, RUN, &c);
+			if (ret > 0)
+				ret = arrive_run(a, c->cpu, c->flags, m->run, NULL, ret);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		q = get_queue(m, cpu);
+		if (!q)
+			return -ENOMEM;
+		k = queue_take(m, RUN);
+		ret = queue_room(m, q, k);
+		if (!ret)
+			ret = pt_reader_next_run(r, q->ev + q->tail, k, &c);
+		if (ret <= 0)
+			return ret;
+		if (c->offset != offset) {
+			/* That chunk had no events left: these are a later one's. */
+			memcpy(m->run, q->ev + q->tail, ret * sizeof(*m->run));
+			ret = arrive_run(a, c->cpu, c->flags, m->run, NULL, ret);
+		} else {
+			pt_stats_add_run(&a->stats, q->ev + q->tail, ret, cpu);
+			ret = queue_commit(a, q, ret);
+		}
+		if (ret)
+			return ret;
+	}
+	return ret;
 }
 
 /* ------------------------------------------------------------- api */
@@ -1472,7 +1526,10 @@ int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
 			if (ret)
 				break;
 		}
+	} else if (!(m->p.flags & PT_ANALYSIS_UNORDERED) && pt_reader_header(r)->header_size) {
+		ret = collect_in_place(r, a);
 	} else {
+		/* Unordered, or a Go trace (header_size 0: no peeking). */
 		while ((ret = pt_reader_next_run(r, m->run, RUN, &c)) > 0) {
 			ret = arrive_run(a, c->cpu, c->flags, m->run, NULL, ret);
 			if (ret)

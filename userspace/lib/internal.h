@@ -108,6 +108,13 @@ int pt_go_open(struct pt_reader *r);
 /* pt_stats_add_event() for a run of one chunk's events. */
 void pt_stats_add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
 		      uint32_t cpu);
+/*
+ * The chunk that the next pt_reader_next_run() decodes, started if need be
+ * (its callback runs): 1, 0 at the end of the stream, or an error;
+ * -EOPNOTSUPP for Go traces.  The run still comes from a later chunk if
+ * this one has only task records and sync words left.
+ */
+int pt_reader_peek_chunk(struct pt_reader *r, const struct pt_chunk **chunk);
 int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max);
 int pt_go_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max);
 

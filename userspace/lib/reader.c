@@ -457,6 +457,23 @@ int pt_reader_next(struct pt_reader *r, struct pt_event *ev)
 	return pt_reader_next_batch(r, ev, 1);
 }
 
+int pt_reader_peek_chunk(struct pt_reader *r, const struct pt_chunk **chunk)
+{
+	int ret;
+
+	*chunk = &r->chunk;
+	if (r->err)
+		return r->err;
+	if (r->flags & PT_READER_GO)
+		return -EOPNOTSUPP;
+	while (!r->words_left) {
+		ret = start_chunk(r);
+		if (ret <= 0)
+			return ret;
+	}
+	return 1;
+}
+
 int pt_reader_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max,
 		       const struct pt_chunk **chunk)
 {
