@@ -1194,15 +1194,20 @@ static int queue_commit(struct pt_analysis *a, struct queue *q, unsigned int n)
 	uint64_t max = m->max_seen;
 
 	/*
-	 * A CPU's events come in order (the reader checks it), but Go's may
-	 * not quite: insert from the back to keep the queue sorted.
+	 * A v1 stream's CPU logs its events in time order (the reader checks
+	 * it), but a Go P may not quite: insert from the back to keep the
+	 * queue sorted.
 	 */
-	for (size_t i = q->tail; i < q->tail + n; i++) {
-		uint64_t t = q->ev[i].time_ns;
+	if (m->all_cpus_known) {
+		max = n && q->ev[q->tail + n - 1].time_ns > max ? q->ev[q->tail + n - 1].time_ns : max;
+	} else {
+		for (size_t i = q->tail; i < q->tail + n; i++) {
+			uint64_t t = q->ev[i].time_ns;
 
-		max = t > max ? t : max;
-		if (unlikely(i > q->head && q->ev[i - 1].time_ns > t))
-			queue_sort_in(m, q, i);
+			max = t > max ? t : max;
+			if (unlikely(i > q->head && q->ev[i - 1].time_ns > t))
+				queue_sort_in(m, q, i);
+		}
 	}
 	q->tail += n;
 	if (was_empty) {
