@@ -456,7 +456,7 @@ struct pt_analysis_params {
  * pt_analysis_params.flags: only what needs no time order (counts by type,
  * order, CPU and zone, the rate time line, lost sites, snapshot counts):
  * no lifetimes, pages in use, peaks or unmatched frees, no hooks.  About
- * 20 times faster: no queues, no block map.
+ * 3 times faster: no queues, no block map.
  */
 #define PT_ANALYSIS_UNORDERED	(1U << 0)
 
