@@ -984,6 +984,26 @@ static int tree_build(struct pt_analysis_priv *m)
 }
 
 /*
+ * Play key @k of leaf @w, the winner's, up the loser tree @lt of @nl
+ * leaves; return the new winner's key (for lt[0]).  One for each width.
+ */
+#define DEFINE_REPLAY(name, type)						\
+static __attribute__((always_inline)) inline type				\
+name(type *lt, unsigned int nl, unsigned int w, type k)				\
+{										\
+	for (unsigned int i = (w + nl) >> 1; i; i >>= 1) {			\
+		type o = lt[i];							\
+		bool sw = o < k;						\
+										\
+		lt[i] = sw ? k : o;						\
+		k = sw ? o : k;							\
+	}									\
+	return k;								\
+}
+DEFINE_REPLAY(replay64, uint64_t)
+DEFINE_REPLAY(replay128, tkey)
+
+/*
  * Merge what may go: events before @bound, and the earliest ones past
  * max_held, into out in time order, applying them as it fills.
  */
@@ -999,7 +1019,7 @@ merge(struct pt_analysis *a, uint64_t bound, const bool wide)
 
 	for (;;) {
 		unsigned int w;
-		uint64_t t;
+		uint64_t t, next;
 		struct cursor *c;
 
 		if (wide) {
@@ -1018,30 +1038,12 @@ merge(struct pt_analysis *a, uint64_t bound, const bool wide)
 		if (m->want_full)
 			m->out_full[m->nr_out] = *c->full++;
 		__builtin_prefetch(c->p + 8);
+		next = c->p < c->end ? c->p->time_ns : UINT64_MAX;
 		/* Play the winner's next event up the tree. */
-		if (wide) {
-			tkey k = wide_key(c->p < c->end ? c->p->time_ns : UINT64_MAX, w);
-
-			for (unsigned int i = (w + nl) >> 1; i; i >>= 1) {
-				tkey o = m->lt128[i];
-				bool sw = o < k;
-
-				m->lt128[i] = sw ? k : o;
-				k = sw ? o : k;
-			}
-			m->lt128[0] = k;
-		} else {
-			uint64_t k = narrow_key(c->p < c->end ? c->p->time_ns : UINT64_MAX, w);
-
-			for (unsigned int i = (w + nl) >> 1; i; i >>= 1) {
-				uint64_t o = m->lt64[i];
-				bool sw = o < k;
-
-				m->lt64[i] = sw ? k : o;
-				k = sw ? o : k;
-			}
-			m->lt64[0] = k;
-		}
+		if (wide)
+			m->lt128[0] = replay128(m->lt128, nl, w, wide_key(next, w));
+		else
+			m->lt64[0] = replay64(m->lt64, nl, w, narrow_key(next, w));
 		n++;
 		/* Released before an earlier event: a CPU was held up too long. */
 		if (t < last)

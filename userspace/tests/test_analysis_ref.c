@@ -763,46 +763,41 @@ static void check_trace(struct __test_metadata *_metadata, const void *buf, size
 	ref_free(&r);
 }
 
-/* Few CPUs, not a power of two; chunks of a few dozen events. */
-TEST(random_5_cpus)
+/* A random trace of gen(), checked (through the hooks too, with @hooks). */
+static void check_random(struct __test_metadata *_metadata, uint64_t seed, unsigned int ncpu,
+			 unsigned int nev, unsigned int chunk, bool snapshot,
+			 unsigned int nr_zones, bool hooks)
 {
 	struct synth s;
 
-	for (uint64_t seed = 1; seed <= 4; seed++) {
-		gen(&s, seed, 5, 30000, 512, seed % 2, 3);
-		check_trace(_metadata, s.buf, s.len, true);
-		synth_free(&s);
-	}
+	gen(&s, seed, ncpu, nev, chunk, snapshot, nr_zones);
+	check_trace(_metadata, s.buf, s.len, hooks);
+	synth_free(&s);
+}
+
+/* Few CPUs, not a power of two; chunks of a few dozen events. */
+TEST(random_5_cpus)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++)
+		check_random(_metadata, seed, 5, 30000, 512, seed % 2, 3, true);
 }
 
 /* One CPU: nothing to merge, every tie in stream order. */
 TEST(random_1_cpu)
 {
-	struct synth s;
-
-	gen(&s, 11, 1, 20000, 1024, true, 3);
-	check_trace(_metadata, s.buf, s.len, true);
-	synth_free(&s);
+	check_random(_metadata, 11, 1, 20000, 1024, true, 3, true);
 }
 
 /* More CPUs than 64: the merge's wide keys. */
 TEST(random_70_cpus)
 {
-	struct synth s;
-
-	gen(&s, 7, 70, 40000, 512, true, 3);
-	check_trace(_metadata, s.buf, s.len, true);
-	synth_free(&s);
+	check_random(_metadata, 7, 70, 40000, 512, true, 3, true);
 }
 
 /* Big chunks: long runs of one CPU, the merge held back for the others. */
 TEST(random_big_chunks)
 {
-	struct synth s;
-
-	gen(&s, 3, 8, 60000, 65536, false, 3);
-	check_trace(_metadata, s.buf, s.len, false);
-	synth_free(&s);
+	check_random(_metadata, 3, 8, 60000, 65536, false, 3, false);
 }
 
 /*
@@ -844,11 +839,7 @@ TEST(ties_across_chunks)
 /* No zone records: no flat map, every block in the hash map. */
 TEST(random_no_zones)
 {
-	struct synth s;
-
-	gen(&s, 5, 4, 30000, 512, true, 0);
-	check_trace(_metadata, s.buf, s.len, true);
-	synth_free(&s);
+	check_random(_metadata, 5, 4, 30000, 512, true, 0, true);
 }
 
 /* A trace file, if PT_REF_TRACE names one (no hooks: big traces are slow). */
