@@ -1108,15 +1108,22 @@ static int release(struct pt_analysis *a, bool drain)
 		for (unsigned int i = 0; i < used; i++) {
 			const struct queue *q = &m->q[m->q_off + i];
 
+			/* A queue that never had events has no array. */
+			memset(&m->cur[i], 0, sizeof(m->cur[i]));
+			if (!q->ev)
+				continue;
 			m->cur[i].p = q->ev + q->head;
 			m->cur[i].end = q->ev + q->tail;
-			m->cur[i].full = m->want_full ? q->full + q->head : NULL;
+			if (m->want_full)
+				m->cur[i].full = q->full + q->head;
 		}
 		ret = m->wide ? merge(a, bound, true) : merge(a, bound, false);
 		m->nr_nonempty = 0;
 		for (unsigned int i = 0; i < used; i++) {
 			struct queue *q = &m->q[m->q_off + i];
 
+			if (!q->ev)
+				continue;
 			q->head = m->cur[i].p - q->ev;
 			if (q->head == q->tail)
 				q->head = q->tail = 0;
