@@ -453,6 +453,7 @@ struct pt_hook {
 	u32			backends;
 	enum pt_kind		kind;
 	const char		*symbol;	/* function or tracepoint */
+	bool			breakpoint;	/* notrace: see PT_KP_BREAKPOINT */
 	kprobe_pre_handler_t	pre;		/* PT_KPROBE */
 	kretprobe_handler_t	entry;		/* PT_KRETPROBE */
 	kretprobe_handler_t	ret;
@@ -470,6 +471,18 @@ struct pt_hook {
 	{ ver, PT_ON_ALL, PT_KRETPROBE, sym, .scope = sc }
 #define PT_KP(ver, on, sym, handler)					\
 	{ ver, on, PT_KPROBE, sym, .pre = handler }
+/*
+ * A function without an ftrace site (an "inline" one: the kernel's inline
+ * implies notrace) gets a breakpoint kprobe, which the kprobe core would
+ * turn into a jump ("optimized") a moment later.  Removing a jump-optimized
+ * probe waits for an RCU-tasks grace period, which a task busy in the
+ * kernel on a PREEMPT_RT CPU can hold off for minutes: the session stop
+ * hung (seen on 6.1-rt under munmap churn).  A post handler is what keeps
+ * the kprobe core from optimizing a probe, so these get an empty one; they
+ * sit on rare paths (compaction), where a breakpoint's cost does not show.
+ */
+#define PT_KP_BREAKPOINT(ver, on, sym, handler)				\
+	{ ver, on, PT_KPROBE, sym, .breakpoint = true, .pre = handler }
 #define PT_TP(ver, sym, probe)						\
 	{ ver, PT_ON_TP, PT_TRACEPOINT, sym, .tp_probe = probe }
 #define PT_BULK(ver, sym)						\
@@ -487,7 +500,7 @@ static const struct pt_hook pt_hook_table[] = {
 	PT_BULK(PT_6_1, "__alloc_pages_bulk"),
 	PT_ALLOC(PT_6_1, "__alloc_pages"),
 	PT_TP(PT_6_1, "mm_page_alloc", pt_tp_alloc),
-	PT_KP(PT_6_1, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
+	PT_KP_BREAKPOINT(PT_6_1, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
 	PT_KP(PT_6_1, PT_ON_KPROBE, "free_pcp_prepare", pt_free),
 	PT_KP(PT_6_1, PT_ON_KPROBE, "__free_pages_ok", pt_free),
 	PT_TP(PT_6_1, "mm_page_free", pt_tp_free),
@@ -498,7 +511,7 @@ static const struct pt_hook pt_hook_table[] = {
 	PT_BULK(PT_6_12, "alloc_pages_bulk_noprof"),
 	PT_ALLOC(PT_6_12, "__alloc_pages_noprof"),
 	PT_TP(PT_6_12, "mm_page_alloc", pt_tp_alloc),
-	PT_KP(PT_6_12, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
+	PT_KP_BREAKPOINT(PT_6_12, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
 	{ PT_6_12, PT_ON_ALL, PT_KRETPROBE, "isolate_freepages_range",
 	  .entry = pt_contig_entry, .ret = pt_contig_return,
 	  .data_size = sizeof(struct pt_contig_data) },
@@ -516,10 +529,16 @@ static int pt_nop(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 
-/* The entry for require=, filled in when a session starts. */
+static void pt_no_post(struct kprobe *p, struct pt_regs *regs,
+		       unsigned long flags)
+{
+}
+
+/* The entry for require=, filled in when a session starts: any symbol. */
 static char pt_required_sym[KSYM_NAME_LEN];
 static struct pt_hook pt_required_hook = {
-	.backends = PT_ON_ALL, .kind = PT_KPROBE, .pre = pt_nop,
+	.backends = PT_ON_ALL, .kind = PT_KPROBE, .breakpoint = true,
+	.pre = pt_nop,
 };
 
 /* The probes of the table entries that apply, registered per session. */
@@ -586,6 +605,9 @@ static int pt_probe_register(struct pt_probe *p)
 	case PT_KPROBE:
 		p->kp = (struct kprobe){ .symbol_name = h->symbol,
 					 .pre_handler = h->pre };
+		/* Never jump-optimized; see PT_KP_BREAKPOINT. */
+		if (h->breakpoint)
+			p->kp.post_handler = pt_no_post;
 		ret = register_kprobe(&p->kp);
 		break;
 	case PT_KRETPROBE:

@@ -21,6 +21,15 @@
 #
 # Why these choices:
 #  - TCG only: the host cannot use KVM reliably (guest hangs with -accel kvm).
+#  - Single-threaded TCG (thread=single; PT_QEMU_ACCEL overrides): QEMU 7.2's
+#    multi-threaded TCG can keep a stale translation of code another vCPU
+#    has just patched.  When the kernel patches a hot function's ftrace site
+#    (attaching or detaching a probe) while the other vCPU runs it, that vCPU
+#    may go on executing the transient int3 after the patch is complete; the
+#    kernel finds the kprobe there and "single-steps" its (absent) copied
+#    instruction: a jump to address 0.  Seen on 6.1-rt and 6.12 at session
+#    stop under munmap churn, within 10-30 start/stop cycles; none in 150
+#    cycles with one TCG thread.  Real CPUs serialise cross-modified code.
 #  - The initramfs is built from host files (busybox-static, the kernel's own
 #    modules), so no image download or root filesystem is needed.  It is cached
 #    per kernel release under build/vm/RELEASE/ and rebuilt when inputs change.
@@ -241,7 +250,7 @@ fi
 # appears as it comes).
 set +e
 timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
-	-accel tcg -cpu max -m "$MEM" -smp "$SMP" "${NUMA_ARGS[@]}" \
+	-accel "${PT_QEMU_ACCEL:-tcg,thread=single}" -cpu max -m "$MEM" -smp "$SMP" "${NUMA_ARGS[@]}" \
 	-nographic -no-reboot -nic none \
 	-kernel "$VMLINUZ" -initrd "$INITRD" -append "$CMDLINE" \
 	-virtfs "local,path=$SHARE,mount_tag=host,security_model=none,id=host" \
