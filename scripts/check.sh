@@ -26,10 +26,12 @@
 # exit status is non-zero iff something failed or nothing ran.
 #
 # Environment: KERNELS (default "6.1 6.12 rt"; "debug" adds the debug
-# kernel), TEST_TIMEOUT (seconds per test binary in the VM, default 300),
+# kernel), HOST_CHECKS (default 1; 0 skips steps 2-4, as `make check-debug`
+# does), TEST_TIMEOUT (seconds per test binary in the VM, default 300),
 # VM_TIMEOUT (per kernel, default 900).  The stress selftest's knobs
 # (PT_STRESS_SECONDS, PT_STRESS_BUDGET, PT_STRESS_OPENS, PT_STRESS_RELOADS,
-# PT_STRESS_KILLS, PT_STRESS_OOM, PT_HOSTILE_ITERS) are passed to the VM;
+# PT_STRESS_STOPS, PT_STRESS_KILLS, PT_STRESS_OOM, PT_HOSTILE_ITERS) are
+# passed to the VM;
 # make check runs the short form (PT_STRESS_BUDGET=30), `make stress` the
 # long one.
 set -uo pipefail # no -e: keep going, so the summary is complete
@@ -48,7 +50,7 @@ START=$SECONDS
 : "${PT_STRESS_BUDGET:=30}"
 STRESS_ENV=""
 for v in PT_STRESS_SECONDS PT_STRESS_BUDGET PT_STRESS_OPENS PT_STRESS_RELOADS \
-	 PT_STRESS_KILLS PT_STRESS_OOM PT_HOSTILE_ITERS PT_HOSTILE_SEED; do
+	 PT_STRESS_STOPS PT_STRESS_KILLS PT_STRESS_OOM PT_HOSTILE_ITERS PT_HOSTILE_SEED; do
 	[ -n "${!v:-}" ] && STRESS_ENV+="export $v=${!v}"$'\n'
 done
 
@@ -89,13 +91,6 @@ step "[host]" ksrc make ksrc
 
 # ------------------------------------------------------------------ host
 
-say "userspace unit tests"
-step "[host]" userspace-build make userspace
-rc=0
-make -s -C userspace check KSELFTEST_DIR="$KSELFTEST_DIR" >"$OUT/userspace-check.log" 2>&1 || rc=$?
-emit "[host]" userspace-check "$rc" <"$OUT/userspace-check.log"
-
-say "decoder fuzzing (${FUZZ_SECONDS:-60} s), report in Chromium, a live Go trace"
 # host_check NAME COMMAND...: COMMAND prints KTAP, its result is NAME's.
 host_check() {
 	local name=$1 rc=0
@@ -103,23 +98,40 @@ host_check() {
 	"$@" >"$OUT/$name.log" 2>&1 || rc=$?
 	emit "[host]" "$name" "$rc" <"$OUT/$name.log"
 }
-host_check fuzz userspace/fuzz/run-fuzz.sh "${FUZZ_SECONDS:-60}"
-host_check report-chromium userspace/tests/report-chromium.sh
-host_check go-live userspace/tests/go-live.sh
 
-say "documentation example decoder"
-rc=0
-Documentation/pagetrace/check-example.sh userspace/pagetrace >"$OUT/doc-example.log" 2>&1 || rc=$?
-emit "[host]" doc-example "$rc" <"$OUT/doc-example.log"
+# Steps 2-4; `make check-debug` (HOST_CHECKS=0) skips them: they do not
+# depend on the kernel.
+host_checks() {
+	say "userspace unit tests"
+	step "[host]" userspace-build make userspace
+	rc=0
+	make -s -C userspace check KSELFTEST_DIR="$KSELFTEST_DIR" >"$OUT/userspace-check.log" 2>&1 || rc=$?
+	emit "[host]" userspace-check "$rc" <"$OUT/userspace-check.log"
 
-say "packaging (man pages, completion, install, deb)"
-rc=0
-scripts/check-packaging.sh >"$OUT/packaging.log" 2>&1 || rc=$?
-emit "[pkg]" packaging "$rc" <"$OUT/packaging.log"
+	say "decoder fuzzing (${FUZZ_SECONDS:-60} s), report in Chromium, a live Go trace"
+	host_check fuzz userspace/fuzz/run-fuzz.sh "${FUZZ_SECONDS:-60}"
+	host_check report-chromium userspace/tests/report-chromium.sh
+	host_check go-live userspace/tests/go-live.sh
 
-say "checkpatch"
-scripts/lint.sh checkpatch >"$OUT/checkpatch.log" 2>&1
-emit "[lint]" checkpatch 0 <"$OUT/checkpatch.log"
+	say "documentation example decoder"
+	rc=0
+	Documentation/pagetrace/check-example.sh userspace/pagetrace >"$OUT/doc-example.log" 2>&1 || rc=$?
+	emit "[host]" doc-example "$rc" <"$OUT/doc-example.log"
+
+	say "packaging (man pages, completion, install, deb)"
+	rc=0
+	scripts/check-packaging.sh >"$OUT/packaging.log" 2>&1 || rc=$?
+	emit "[pkg]" packaging "$rc" <"$OUT/packaging.log"
+
+	say "checkpatch"
+	scripts/lint.sh checkpatch >"$OUT/checkpatch.log" 2>&1
+	emit "[lint]" checkpatch 0 <"$OUT/checkpatch.log"
+}
+if [ "${HOST_CHECKS:-1}" = 1 ]; then
+	host_checks
+else
+	echo "[host] # HOST_CHECKS=0: no host, lint or packaging checks"
+fi
 
 # -------------------------------------------------------- guest binaries
 
@@ -152,6 +164,14 @@ export PAGETRACE_KO=$H/pagetrace.ko PAGETRACE_GT_KO=$H/pagetrace_gt.ko PAGETRACE
 mkdir -p $R
 cd $H
 echo "kernel: $(uname -r)"
+# The kernel log, taken (and cleared: dmesg -c) after boot and after each
+# step into results/dmesg.txt, under a "### STEP" line: a long run cannot
+# push an early splat out of the ring buffer, and a splat is attributed to
+# the step it showed up in.
+K=$R/dmesg.txt
+: >$K
+klog() { echo "### $1" >>$K; dmesg -c >>$K; }
+klog boot
 V=$R/vm.ktap
 printf 'TAP version 13\n1..3\n' >$V
 if out=$(insmod $H/pagetrace.ko 2>&1); then
@@ -159,9 +179,11 @@ if out=$(insmod $H/pagetrace.ko 2>&1); then
 else
 	{ echo "$out" | sed 's/^/# /'; echo "not ok 1 insmod pagetrace.ko"; } >>$V
 fi
+klog insmod
 for t in $TESTS; do
 	echo "# running $t (timeout ${T}s)"
 	{ timeout $T $H/tests/$t; echo $? >$R/$t.rc; } 2>&1 | tee $R/$t.ktap
+	klog $t
 done
 if ! grep -q '^pagetrace ' /proc/modules; then
 	echo "ok 2 rmmod pagetrace # SKIP not loaded" >>$V
@@ -170,17 +192,21 @@ elif out=$(rmmod pagetrace 2>&1); then
 else
 	{ echo "$out" | sed 's/^/# /'; echo "not ok 2 rmmod pagetrace"; } >>$V
 fi
+klog rmmod
 # The stack dump of an OOM kill report (invoked oom-killer ... Killed
 # process) is expected under memory pressure; any other Call Trace is not.
-splats=$(dmesg | awk '
+# Lockdep reports start with "WARNING:" or "BUG:", or "INFO:" (e.g. "INFO:
+# trying to register non-static key"), as do RCU stalls and hung tasks;
+# debugobjects reports start with "ODEBUG:".
+splats=$(awk '
+	/^### / { step = $2; next }
 	/invoked oom-killer:/ { oom = 1 }
 	/Killed process|Out of memory/ { oom = 0 }
-	/BUG:|WARNING:|Oops|KASAN|lockdep|possible recursive locking|possible circular locking|sleeping function called from invalid context|suspicious RCU usage|general protection|list_(add|del) corruption/ { print; next }
-	/Call Trace/ && !oom { print }')
+	/BUG:|WARNING:|INFO:|ODEBUG:|Oops|KASAN|lockdep|possible recursive locking|possible circular locking|sleeping function called from invalid context|suspicious RCU usage|general protection|list_(add|del) corruption/ { print step ": " $0; next }
+	/Call Trace/ && !oom { print step ": " $0 }' $K)
 if [ -z "$splats" ]; then
 	echo "ok 3 dmesg has no splats" >>$V
 else
-	dmesg >$R/dmesg.txt
 	{ echo "$splats" | head -n 40 | sed 's/^/# /'; echo "# full log: results/dmesg.txt"
 	  echo "not ok 3 dmesg has no splats"; } >>$V
 fi

@@ -625,6 +625,47 @@ TEST_F_TIMEOUT(st, reload, 30000)
 	ASSERT_LE(n < 5 ? n : 5, i) TH_LOG("fewer than 5 rounds");
 }
 
+/*
+ * Sessions stopped while every CPU frees and allocates: detaching patches
+ * the very functions the storm runs.  Two failures were found this way on
+ * 6.1-rt, both at the stop: a jump-optimized probe whose removal waited
+ * minutes for an RCU-tasks grace period, and (under multi-threaded TCG) a
+ * jump to address 0.  Each stop must return promptly and every session's
+ * stream must decode.
+ */
+TEST_F_TIMEOUT(st, stop_under_storm, 30000)
+{
+	long n = env_long("PT_STRESS_STOPS", 150);
+	long budget = env_long("PT_STRESS_BUDGET", 0);
+	uint64_t t0 = pt_st_mono_ns(), worst = 0;
+	struct pt_st_trace tr;
+	struct storm s;
+	long i;
+
+	ASSERT_LT(0, storm_start(&s));
+	for (i = 0; i < n && in_budget(t0, budget); i++) {
+		int fd = open(DEV, O_RDONLY | O_CLOEXEC);
+		uint64_t t;
+
+		ASSERT_LE(0, fd) TH_LOG("cycle %ld: open: %s", i, strerror(errno));
+		usleep(20000 + (i * 7919) % 100000);
+		t = pt_st_mono_ns();
+		/* Stops the session (the slow part), then reads to EOF. */
+		ASSERT_EQ(0, pt_st_collect(fd, &tr)) TH_LOG("cycle %ld: %s", i, tr.err);
+		t = pt_st_mono_ns() - t;
+		worst = t > worst ? t : worst;
+		ASSERT_LT(0, tr.nr) TH_LOG("cycle %ld: no event under the storm", i);
+		pt_st_trace_free(&tr);
+		ASSERT_EQ(0, close(fd));
+	}
+	storm_stop(&s);
+	TH_LOG("%ld of %ld stops under the storm in %.1f s, the slowest %.2f s",
+	       i, n, (pt_st_mono_ns() - t0) / 1e9, worst / 1e9);
+	ASSERT_LE(n < 5 ? n : 5, i) TH_LOG("fewer than 5 cycles");
+	/* A hang shows as a stop that takes minutes (TCG: ~1 s a stop). */
+	ASSERT_GT(60 * 1000000000ULL, worst);
+}
+
 /* Allocate and touch memory until the OOM killer ends us. */
 static void hog(void)
 {
