@@ -644,22 +644,42 @@ static int pt_probe_register(struct pt_probe *p)
 	return 0;
 }
 
-static void pt_probe_unregister(struct pt_probe *p)
+/*
+ * Detach every probe registered, kprobes and kretprobes each in one batch:
+ * unregistering waits for an RCU grace period, and a batch waits once for
+ * all its probes (a session stop under TCG took a second with one wait per
+ * probe).
+ */
+static void pt_probes_unregister(void)
 {
-	if (!p->registered)
-		return;
-	switch (p->hook->kind) {
-	case PT_KPROBE:
-		unregister_kprobe(&p->kp);
-		break;
-	case PT_KRETPROBE:
-		unregister_kretprobe(&p->rp);
-		break;
-	case PT_TRACEPOINT:
-		tracepoint_probe_unregister(p->tp, p->hook->tp_probe, NULL);
-		break;
+	struct kretprobe *rps[PT_MAX_HOOKS];
+	struct kprobe *kps[PT_MAX_HOOKS];
+	unsigned int i, nk = 0, nr = 0;
+
+	for (i = 0; i < pt_nr_probes; i++) {
+		struct pt_probe *p = &pt_probes[i];
+
+		if (!p->registered)
+			continue;
+		switch (p->hook->kind) {
+		case PT_KPROBE:
+			kps[nk++] = &p->kp;
+			break;
+		case PT_KRETPROBE:
+			rps[nr++] = &p->rp;
+			break;
+		case PT_TRACEPOINT:
+			tracepoint_probe_unregister(p->tp, p->hook->tp_probe,
+						    NULL);
+			break;
+		}
+		p->registered = false;
 	}
-	p->registered = false;
+	/* The event hooks first, then the scopes they look up. */
+	if (nk)
+		unregister_kprobes(kps, nk);
+	if (nr)
+		unregister_kretprobes(rps, nr);
 }
 
 /**
@@ -712,10 +732,7 @@ unregister_probes:
 /* Detach every probe; returns once no handler runs any more. */
 void pt_hooks_unregister(void)
 {
-	unsigned int i;
-
-	for (i = pt_nr_probes; i-- > 0; )
-		pt_probe_unregister(&pt_probes[i]);
+	pt_probes_unregister();
 	if (pt_have_tracepoints)
 		tracepoint_synchronize_unregister();
 	pt_have_tracepoints = false;
