@@ -41,6 +41,12 @@
  */
 #define ARENA_BYTES		(2UL << 20)
 #define LEAF_MIXED		(UINT32_MAX - 1)	/* PT_ZONE_OTHER is UINT32_MAX */
+/*
+ * A release of at most SORT_MAX events whose times span at most SORT_SPAN
+ * steps of 128 ns per event is merged by a counting sort, not the tree.
+ */
+#define SORT_MAX		(1U << 15)
+#define SORT_SPAN		4
 /* Up to this many queues, merge keys are 64 bits: time | leaf. */
 #define NARROW_LEAVES		64
 
@@ -192,6 +198,12 @@ struct pt_analysis_priv {
 	unsigned int	nr_out;
 	struct pt_event	*batch;		/* RUN, with want_full */
 	struct pt_event	*out_full;	/* OUT, with want_full */
+	/* The counting sort's (see merge_sort()): events and counts. */
+	bool		sortable;
+	struct pt_cevent *sorted;
+	uint32_t	*counts;
+	unsigned int	sorted_cap, counts_cap;
+	const struct pt_cevent **sort_end;	/* per leaf: the end of what goes */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -877,22 +889,37 @@ process(struct pt_analysis *a, const struct pt_cevent *e, const struct pt_event 
 }
 
 /*
- * Apply the merged events out[0, nr_out) in time order, all of them or
- * (@keep) all but the last PREFETCH_AHEAD: the slots of those are being
- * prefetched, and the merge goes on after them.
+ * Apply merged events @ev[0, @upto) of @n in time order, the block slot of
+ * each prefetched PREFETCH_AHEAD events before: return how many were.
+ */
+static unsigned int apply(struct pt_analysis *a, const struct pt_cevent *ev,
+			  const struct pt_event *full, unsigned int upto, unsigned int n, int *ret)
+{
+	struct pt_analysis_priv *m = a->priv;
+	unsigned int i;
+
+	*ret = 0;
+	for (i = 0; i < upto && !*ret; i++) {
+		if (i + PREFETCH_AHEAD < n)
+			blk_prefetch(m, ev[i + PREFETCH_AHEAD].pfn);
+		*ret = process(a, &ev[i], full ? &full[i] : NULL, false);
+	}
+	return i;
+}
+
+/*
+ * Apply the merged events out[0, nr_out), all of them or (@keep) all but
+ * the last PREFETCH_AHEAD: the slots of those are being prefetched, and
+ * the merge goes on after them.
  */
 static int process_out(struct pt_analysis *a, bool keep)
 {
 	struct pt_analysis_priv *m = a->priv;
-	const struct pt_cevent *out = m->out;
-	unsigned int i, n = m->nr_out, upto = keep ? n - PREFETCH_AHEAD : n;
-	int ret = 0;
+	unsigned int i, n = m->nr_out;
+	int ret;
 
-	for (i = 0; i < upto && !ret; i++) {
-		if (i + PREFETCH_AHEAD < n)
-			blk_prefetch(m, out[i + PREFETCH_AHEAD].pfn);
-		ret = process(a, &out[i], m->want_full ? &m->out_full[i] : NULL, false);
-	}
+	i = apply(a, m->out, m->want_full ? m->out_full : NULL, keep ? n - PREFETCH_AHEAD : n,
+		  n, &ret);
 	m->nr_out = n - i;
 	memmove(m->out, m->out + i, m->nr_out * sizeof(*m->out));
 	if (m->want_full)
@@ -941,6 +968,7 @@ static uint64_t head_time(const struct queue *q)
 static int tree_build(struct pt_analysis_priv *m)
 {
 	unsigned int used = m->q_hi > m->q_off ? m->q_hi - m->q_off : 1, nl = 1;
+	const struct pt_cevent **end;
 	struct cursor *cur;
 	tkey *win;
 
@@ -958,9 +986,12 @@ static int tree_build(struct pt_analysis_priv *m)
 		if (win)
 			m->win = win;
 		cur = win ? realloc(m->cur, nl * sizeof(*cur)) : NULL;
-		if (!cur)
+		if (cur)
+			m->cur = cur;
+		end = cur ? realloc(m->sort_end, nl * sizeof(*end)) : NULL;
+		if (!end)
 			return -ENOMEM;
-		m->cur = cur;
+		m->sort_end = end;
 		m->nl = nl;
 	}
 	m->wide = nl > NARROW_LEAVES;
@@ -1062,6 +1093,103 @@ merge(struct pt_analysis *a, uint64_t bound, const bool wide)
 	return ret;
 }
 
+/* The first of @p[0, @n) at or after @t (sorted by time). */
+static const struct pt_cevent *first_at(const struct pt_cevent *p, size_t n, uint64_t t)
+{
+	while (n) {
+		size_t h = n / 2;
+
+		if (p[h].time_ns < t) {
+			p += h + 1;
+			n -= h + 1;
+		} else {
+			n = h;
+		}
+	}
+	return p;
+}
+
+/*
+ * What merge() does for events before @bound, by a counting sort on their
+ * time, when they are few and close in time (the usual release of a v1
+ * stream): stable, queue by queue, it gives the same (time, CPU) order in
+ * a few operations an event instead of a walk up the tree.  v1 times are
+ * multiples of 128 ns, so the time of a bucket is exact.  Return 1 if it
+ * does not apply, else what apply() returned.
+ */
+static int merge_sort(struct pt_analysis *a, uint64_t bound)
+{
+	struct pt_analysis_priv *m = a->priv;
+	uint64_t lo = UINT64_MAX, hi = 0, total = 0, span, last = m->last_released, late = 0;
+	const struct pt_cevent **end = m->sort_end;
+	struct pt_cevent *out;
+	unsigned int used = m->q_hi - m->q_off;
+	uint32_t *cnt;
+	int ret;
+
+	for (unsigned int i = 0; i < used; i++) {
+		const struct cursor *c = &m->cur[i];
+
+		end[i] = c->p;
+		if (c->p == c->end)
+			continue;
+		end[i] = first_at(c->p, c->end - c->p, bound);
+		if (end[i] == c->p)
+			continue;
+		lo = c->p->time_ns < lo ? c->p->time_ns : lo;
+		hi = end[i][-1].time_ns > hi ? end[i][-1].time_ns : hi;
+		total += end[i] - c->p;
+	}
+	if (!total)
+		return 0;
+	span = ((hi - lo) >> PAGETRACE_TIME_LOST_BITS) + 1;
+	if (total > SORT_MAX || span > SORT_SPAN * total)
+		return 1;
+	if (m->sorted_cap < total) {
+		out = realloc(m->sorted, SORT_MAX * sizeof(*out));
+		if (!out)
+			return -ENOMEM;
+		m->sorted = out;
+		m->sorted_cap = SORT_MAX;
+	}
+	if (m->counts_cap < span) {
+		cnt = realloc(m->counts, SORT_SPAN * SORT_MAX * sizeof(*cnt));
+		if (!cnt)
+			return -ENOMEM;
+		m->counts = cnt;
+		m->counts_cap = SORT_SPAN * SORT_MAX;
+	}
+	cnt = m->counts;
+	out = m->sorted;
+	memset(cnt, 0, span * sizeof(*cnt));
+	for (unsigned int i = 0; i < used; i++)
+		for (const struct pt_cevent *e = m->cur[i].p; e < end[i]; e++)
+			cnt[(e->time_ns - lo) >> PAGETRACE_TIME_LOST_BITS]++;
+	for (uint64_t b = 0, sum = 0; b < span; b++) {
+		uint32_t k = cnt[b];
+
+		cnt[b] = (uint32_t)sum;
+		sum += k;
+	}
+	for (unsigned int i = 0; i < used; i++) {
+		for (const struct pt_cevent *e = m->cur[i].p; e < end[i]; e++)
+			out[cnt[(e->time_ns - lo) >> PAGETRACE_TIME_LOST_BITS]++] = *e;
+		m->cur[i].p = end[i];
+	}
+	/* Released before an earlier event: a CPU was held up too long. */
+	while (late < total && out[late].time_ns < last)
+		late++;
+	m->last_released = hi > last ? hi : last;
+	a->late_events += late;
+	m->held -= total;
+	m->tree_dirty = true;	/* the tree still has the old first events */
+	/* What merge() left first, then these. */
+	ret = process_out(a, false);
+	if (!ret)
+		apply(a, out, NULL, (unsigned int)total, (unsigned int)total, &ret);
+	return ret;
+}
+
 /* Queued events before this time may go now (0: none may). */
 static uint64_t release_bound(const struct pt_analysis_priv *m, bool drain)
 {
@@ -1117,7 +1245,11 @@ static int release(struct pt_analysis *a, bool drain)
 			if (m->want_full)
 				m->cur[i].full = q->full + q->head;
 		}
-		ret = m->wide ? merge(a, bound, true) : merge(a, bound, false);
+		ret = 1;
+		if (m->sortable && m->held <= m->p.max_held)
+			ret = merge_sort(a, bound);
+		if (ret == 1)
+			ret = m->wide ? merge(a, bound, true) : merge(a, bound, false);
 		m->nr_nonempty = 0;
 		for (unsigned int i = 0; i < used; i++) {
 			struct queue *q = &m->q[m->q_off + i];
@@ -1475,6 +1607,7 @@ static int init(struct pt_reader *r, struct pt_analysis *a,
 				       4000000ULL * (ses ? ses->flush_ms : 0);
 	}
 	m->want_full = m->p.event;
+	m->sortable = h->header_size && !m->want_full;
 	a->nr_zones = pt_reader_zones(r, &z);
 	/* Zone indexes fit a slot: a header of 1 MiB holds fewer zones. */
 	if (a->nr_zones >= SLOT_ZONE_OTHER)
@@ -1594,6 +1727,9 @@ void pt_analysis_free(struct pt_analysis *a)
 		free(m->lt128);
 		free(m->win);
 		free(m->cur);
+		free(m->sort_end);
+		free(m->sorted);
+		free(m->counts);
 		free(m->batch);
 		free(m->out_full);
 		free(m);

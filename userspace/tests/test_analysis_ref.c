@@ -602,11 +602,11 @@ static uint64_t gen_npages(uint64_t *st)
  * @nev random events on @ncpu CPUs, with the first @nr_zones of zones[]
  * in the header: allocations, frees (whole, partial,
  * spanning, of nothing), reclaims, reallocations; equal times often, the
- * time moving on in steps of 0..2 x 128 ns; chunks of @chunk bytes
- * flushed at random.
+ * time moving on in steps of 0..2 x 128 ns (and with @gaps, now and then
+ * by up to a millisecond); chunks of @chunk bytes flushed at random.
  */
 static void gen(struct synth *s, uint64_t seed, unsigned int ncpu, unsigned int nev,
-		unsigned int chunk, bool snapshot, unsigned int nr_zones)
+		unsigned int chunk, bool snapshot, unsigned int nr_zones, bool gaps)
 {
 	struct live *live = calloc(nev + 64, sizeof(*live));
 	uint64_t st = seed * 2654435761ULL + 1, t = SEC;
@@ -632,6 +632,8 @@ static void gen(struct synth *s, uint64_t seed, unsigned int ncpu, unsigned int 
 		unsigned int cpu = x % ncpu, what = (x >> 16) % 100;
 
 		t += 128 * ((x >> 8) % 3);
+		if (gaps && (x >> 56) % 32 == 0)
+			t += 128 * ((y >> 4) % 8000);
 		if (what < 45 || !nlive) {
 			const uint64_t *ar = areas[(y >> 8) % (ARRAY_SIZE(areas))];
 			uint64_t np = gen_npages(&st), pfn;
@@ -766,11 +768,11 @@ static void check_trace(struct __test_metadata *_metadata, const void *buf, size
 /* A random trace of gen(), checked (through the hooks too, with @hooks). */
 static void check_random(struct __test_metadata *_metadata, uint64_t seed, unsigned int ncpu,
 			 unsigned int nev, unsigned int chunk, bool snapshot,
-			 unsigned int nr_zones, bool hooks)
+			 unsigned int nr_zones, bool hooks, bool gaps)
 {
 	struct synth s;
 
-	gen(&s, seed, ncpu, nev, chunk, snapshot, nr_zones);
+	gen(&s, seed, ncpu, nev, chunk, snapshot, nr_zones, gaps);
 	check_trace(_metadata, s.buf, s.len, hooks);
 	synth_free(&s);
 }
@@ -779,25 +781,36 @@ static void check_random(struct __test_metadata *_metadata, uint64_t seed, unsig
 TEST(random_5_cpus)
 {
 	for (uint64_t seed = 1; seed <= 4; seed++)
-		check_random(_metadata, seed, 5, 30000, 512, seed % 2, 3, true);
+		check_random(_metadata, seed, 5, 30000, 512, seed % 2, 3, true, false);
 }
 
 /* One CPU: nothing to merge, every tie in stream order. */
 TEST(random_1_cpu)
 {
-	check_random(_metadata, 11, 1, 20000, 1024, true, 3, true);
+	check_random(_metadata, 11, 1, 20000, 1024, true, 3, true, false);
 }
 
 /* More CPUs than 64: the merge's wide keys. */
 TEST(random_70_cpus)
 {
-	check_random(_metadata, 7, 70, 40000, 512, true, 3, true);
+	check_random(_metadata, 7, 70, 40000, 512, true, 3, true, false);
 }
 
 /* Big chunks: long runs of one CPU, the merge held back for the others. */
 TEST(random_big_chunks)
 {
-	check_random(_metadata, 3, 8, 60000, 65536, false, 3, false);
+	check_random(_metadata, 3, 8, 60000, 65536, false, 3, false, false);
+}
+
+/*
+ * Gaps in time: releases that span too long for the counting sort go
+ * through the loser tree, between others that do not (each path must
+ * take the queues as the other left them).
+ */
+TEST(random_gaps)
+{
+	for (uint64_t seed = 21; seed <= 23; seed++)
+		check_random(_metadata, seed, 6, 40000, 1024, seed % 2, 3, false, true);
 }
 
 /*
@@ -839,7 +852,7 @@ TEST(ties_across_chunks)
 /* No zone records: no flat map, every block in the hash map. */
 TEST(random_no_zones)
 {
-	check_random(_metadata, 5, 4, 30000, 512, true, 0, true);
+	check_random(_metadata, 5, 4, 30000, 512, true, 0, true, false);
 }
 
 /* A trace file, if PT_REF_TRACE names one (no hooks: big traces are slow). */
