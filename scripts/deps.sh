@@ -2,10 +2,12 @@
 # Install everything needed to build pagetrace and test it in QEMU, on Debian 12.
 # Idempotent; run as root.
 #
-# Usage: scripts/deps.sh [FLAVOUR ...]     FLAVOUR: 6.1 | 6.12 | rt
+# Usage: scripts/deps.sh [FLAVOUR ...]     FLAVOUR: 6.1 | 6.12 | rt | debug
 #   6.1   the bookworm 6.1 kernel (always installed; naming it is harmless)
 #   6.12  the bookworm-backports kernel (adds the backports apt source)
 #   rt    the bookworm 6.1 PREEMPT_RT kernel
+#   debug what scripts/debug-kernel.sh needs to build a kernel from
+#         linux-source-6.1 (installed always) for `make check-debug`
 set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
@@ -80,8 +82,11 @@ for flavour in "$@"; do
 		install "$img" "${img/image/headers}"
 		apt-mark manual "$img" "${img/image/headers}" >/dev/null
 		;;
+	debug)
+		install flex bison bc libelf-dev libssl-dev
+		;;
 	*)
-		echo "deps.sh: unknown kernel flavour '$flavour' (want 6.1, 6.12 or rt)" >&2
+		echo "deps.sh: unknown kernel flavour '$flavour' (want 6.1, 6.12, rt or debug)" >&2
 		exit 2
 		;;
 	esac
