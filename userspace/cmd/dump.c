@@ -14,10 +14,29 @@
 
 static void dump_usage(FILE *f)
 {
-	fprintf(f, "usage: pagetrace dump [-v] [--go] FILE\n"
+	fprintf(f, "usage: pagetrace dump [-v] [-t] [--go] FILE\n"
 		   "  -v, --verbose  also print the header, chunk boundaries and task records\n"
+		   "  -t, --tasks    end each event line with its task: tgid=N comm=NAME\n"
 		   "  -g, --go       FILE is a Go runtime page trace (GODEBUG=pagetrace):\n"
 		   "                 lines show the P and the address instead of the PFN\n");
+}
+
+/*
+ * " tgid=N comm=NAME": the tgid of the event's task record (-1 before
+ * one), its last name so far (empty if none), bytes outside 0x21..0x7e
+ * and the backslash as \xHH, so that the line splits on spaces.
+ */
+static void print_task(const struct pt_reader *r, int64_t task)
+{
+	const char *n = pt_reader_task_name(r, task);
+
+	printf(" tgid=%" PRId64 " comm=", task);
+	for (const unsigned char *c = (const unsigned char *)(n ? n : ""); *c; c++) {
+		if (*c > 0x20 && *c < 0x7f && *c != '\\')
+			putchar(*c);
+		else
+			printf("\\x%02x", *c);
+	}
 }
 
 static int print_chunk(const struct pt_chunk *c, void *arg)
@@ -61,6 +80,7 @@ int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "tasks", no_argument, NULL, 't' },
 		{ "go", no_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
@@ -68,15 +88,18 @@ int cmd_dump(int argc, char **argv)
 	static char obuf[1 << 16];
 	struct pt_reader *r;
 	struct pt_event ev;
-	bool verbose = false, go = false;
+	bool verbose = false, go = false, tasks = false;
 	const char *path;
 	uint64_t start;
 	int c, fd, ret;
 
-	while ((c = getopt_long(argc, argv, "vgh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vtgh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
+			break;
+		case 't':
+			tasks = true;
 			break;
 		case 'g':
 			go = true;
@@ -121,8 +144,13 @@ int cmd_dump(int argc, char **argv)
 			printf("# task offset=%" PRIu64 " cpu=%u tgid=%" PRId64 " time=%s\n",
 			       ev.offset, ev.cpu, ev.task, t);
 		else
-			printf("%15s cpu%u %-7s pfn=0x%" PRIx64 " npages=%" PRIu64 "\n", t,
+			printf("%15s cpu%u %-7s pfn=0x%" PRIx64 " npages=%" PRIu64, t,
 			       ev.cpu, pt_event_type_name(ev.type), ev.pfn, ev.npages);
+		if (go || ev.type == PT_EV_TASK)
+			continue;
+		if (tasks)
+			print_task(r, ev.task);
+		putchar('\n');
 	}
 	/* Events come first, so a pipe shows them before the error. */
 	if (fflush(stdout) || ferror(stdout)) {
