@@ -135,29 +135,36 @@ static bool pt_reserve(struct pt_cpu *c, u64 now, unsigned int need)
 }
 
 /* Words a task change may add before an event: a name and a task record. */
-#define PT_TASK_WORDS	(PAGETRACE_NAME_WORDS + 1)
+#define PT_TASK_WORDS	(PAGETRACE_NAME_MAX_SLICES + 1)
 
 /*
  * The events from here on belong to @owner: write a task record, preceded
- * by a name record unless this chunk named @owner already (as far as the
- * direct-mapped cache remembers).  The caller reserved PT_TASK_WORDS.
- * @owner != 0 means we are in task context, so current is its thread; the
- * name is its group leader's comm, which RCU (we run with interrupts off)
- * keeps valid even if an exec changes the leader meanwhile.
+ * by the slices of its name unless this chunk named @owner already (as far
+ * as the direct-mapped cache remembers).  The caller reserved
+ * PT_TASK_WORDS.  @owner != 0 means we are in task context, so current is
+ * its thread; the name is its group leader's comm, which RCU (we run with
+ * interrupts off) keeps valid even if an exec changes the leader meanwhile.
+ * It is copied without task_lock() (a spinlock, which sleeps on RT): a
+ * racing rename may tear it, but the slices are cut from one
+ * NUL-terminated copy, so their count and bytes agree.
  */
 static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
 {
 	u32 *slot = &c->named[owner & (PT_NAME_CACHE - 1)];
+	char comm[PAGETRACE_COMM_LEN];
+	unsigned int i, n;
 
 	BUILD_BUG_ON(TASK_COMM_LEN != PAGETRACE_COMM_LEN);
-	BUILD_BUG_ON(PAGETRACE_COMM_LEN != 8 * PAGETRACE_NAME_COMM_WORDS);
+	BUILD_BUG_ON(PAGETRACE_NAME_MAX_SLICES * PAGETRACE_NAME_SLICE_BYTES <
+		     PAGETRACE_COMM_LEN);
 	if (owner && *slot != owner) {
 		*slot = owner;
-		c->words[c->len++] = cpu_to_le64(pagetrace_name_word(owner));
-		/* Bytes in stream order; a racing rename may tear it. */
-		memcpy(&c->words[c->len], current->group_leader->comm,
-		       PAGETRACE_COMM_LEN);
-		c->len += PAGETRACE_NAME_COMM_WORDS;
+		memcpy(comm, current->group_leader->comm, sizeof(comm));
+		comm[PAGETRACE_COMM_LEN - 1] = '\0';
+		n = pagetrace_name_slices(strnlen(comm, sizeof(comm)));
+		for (i = 0; i < n; i++)
+			c->words[c->len++] =
+				cpu_to_le64(pagetrace_name_word(i, (u8 *)comm));
 	}
 	c->words[c->len++] = cpu_to_le64(pagetrace_task_word(owner));
 	c->task = owner;

@@ -9,8 +9,12 @@
 #   PAGETRACE  the pagetrace CLI (default: userspace/pagetrace)
 #   TRACE      stream files to compare on; without any, a synthetic stream
 #              is built with userspace/tests/synth.c (several CPUs, large
-#              events, sync words, task records, a snapshot chunk, losses
-#              and a seq gap under PAGETRACE_FLAG_OVERWRITE)
+#              events, sync words, task records and names of 0 to 16
+#              bytes, a snapshot chunk, losses and a seq gap under
+#              PAGETRACE_FLAG_OVERWRITE)
+#
+# Each trace is compared twice: plain, and with -t (each event's tgid and
+# name) against `pagetrace dump -t`.
 #
 # The decoder is compiled against uapi/linux/pagetrace.h alone.  Prints
 # "ok 1 doc-example-decoder" and exits 0 when every output matches, else
@@ -48,6 +52,9 @@ if [ $# -eq 0 ]; then
 
 int main(int argc, char **argv)
 {
+	static const char *const names[] = {
+		"", "sh", "kworker/u4:1", "systemd-journald", "a b\\c", "exactly-16-bytes",
+	};
 	struct synth s;
 	uint64_t t = 1000 * MS, rnd = 42;
 	FILE *f;
@@ -67,6 +74,8 @@ int main(int argc, char **argv)
 		t += synth_rand(&rnd) % 20 ? synth_rand(&rnd) % 5000 : 9 * MS + 77;
 		if (i % 97 == 0)
 			synth_task(&s, cpu, 1000 + i);
+		else if (i % 89 == 0)	/* renamed now and then */
+			synth_name(&s, cpu, 2000 + i % 7, names[i % 6]);
 		if (i == 1500) {
 			s.cpus[2].lost = 17;
 			synth_flush(&s, 2, PAGETRACE_CHUNK_FLUSHED);
@@ -94,15 +103,19 @@ EOF
 fi
 
 for trace in "$@"; do
-	"$PAGETRACE" dump "$trace" >"$TMP/want" 2>"$TMP/want.err" ||
-		{ sed 's/^/# /' "$TMP/want.err"; fail "pagetrace dump $trace failed"; }
-	"$TMP/decoder" "$trace" >"$TMP/got" 2>"$TMP/got.err" ||
-		{ sed 's/^/# /' "$TMP/got.err"; fail "example decoder failed on $trace"; }
-	if ! cmp -s "$TMP/want" "$TMP/got"; then
-		diff "$TMP/want" "$TMP/got" | head -20 | sed 's/^/# /'
-		fail "outputs differ on $trace"
-	fi
-	echo "# $trace: $(wc -l <"$TMP/want") events match"
+	for opt in "" -t; do
+		# shellcheck disable=SC2086 # $opt is one word or none
+		"$PAGETRACE" dump $opt "$trace" >"$TMP/want" 2>"$TMP/want.err" ||
+			{ sed 's/^/# /' "$TMP/want.err"; fail "pagetrace dump $opt $trace failed"; }
+		# shellcheck disable=SC2086
+		"$TMP/decoder" $opt "$trace" >"$TMP/got" 2>"$TMP/got.err" ||
+			{ sed 's/^/# /' "$TMP/got.err"; fail "example decoder $opt failed on $trace"; }
+		if ! cmp -s "$TMP/want" "$TMP/got"; then
+			diff "$TMP/want" "$TMP/got" | head -20 | sed 's/^/# /'
+			fail "outputs differ on $trace${opt:+ with $opt}"
+		fi
+		echo "# $trace${opt:+ $opt}: $(wc -l <"$TMP/want") events match"
+	done
 done
 echo "ok 1 $NAME"
 exit 0

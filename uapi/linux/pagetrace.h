@@ -41,9 +41,11 @@
  *                                              chunk; with bit 60 of id set,
  *                                              a task record (tgid in the
  *                                              low bits); with bit 59 set,
- *                                              a name record: tgid in the
- *                                              low bits, then 2 words = 16
- *                                              bytes of comm
+ *                                              a name slice: 7 bytes of a
+ *                                              process name (comm); the
+ *                                              slices of a name come right
+ *                                              before the task record of
+ *                                              the tgid they name
  *
  * Every chunk starts with a pid word (its cpu) and a sync word.  A new sync
  * word follows whenever t - base reaches 2^23 ns.
@@ -223,16 +225,22 @@ struct pagetrace_chunk {
 #define PAGETRACE_ID_TASK	_BITULL(60)
 /*
  * A pid record whose id has this bit (and not PAGETRACE_ID_TASK) is a name
- * record, tgid in bits 31..0: the next PAGETRACE_NAME_COMM_WORDS words are
- * not words but PAGETRACE_COMM_LEN bytes, in stream order, of that
- * process's name (its comm), NUL-padded and not always NUL-terminated.
+ * slice: bits 58..56 of the id are its index, bits 55..0 hold bytes
+ * 7 * index ... 7 * index + 6 of a process name (its comm, NUL-padded),
+ * byte 7 * index in bits 7..0.  A name is slices 0, 1 ... (as many as its
+ * length needs, at least one, at most PAGETRACE_NAME_MAX_SLICES) followed
+ * at once by the task record of the tgid it names.  Every word is a pid
+ * word, so a decoder that knows only events, sync and pid words sees a
+ * few pid changes with no event between them.
  */
-#define PAGETRACE_ID_NAME	_BITULL(59)
-#define PAGETRACE_ID_TGID_MASK	0xffffffffULL
-#define PAGETRACE_COMM_LEN	16
-#define PAGETRACE_NAME_COMM_WORDS 2
-/* Words of a whole name record: the pid word and the comm. */
-#define PAGETRACE_NAME_WORDS	(1 + PAGETRACE_NAME_COMM_WORDS)
+#define PAGETRACE_ID_NAME		_BITULL(59)
+#define PAGETRACE_ID_TGID_MASK		0xffffffffULL
+#define PAGETRACE_COMM_LEN		16
+#define PAGETRACE_NAME_INDEX_SHIFT	56
+#define PAGETRACE_NAME_INDEX_MASK	0x7ULL
+#define PAGETRACE_NAME_SLICE_BYTES	7
+#define PAGETRACE_NAME_MAX_SLICES	3	/* 16 bytes in slices of 7 */
+#define PAGETRACE_NAME_BYTES_MASK	((1ULL << PAGETRACE_NAME_INDEX_SHIFT) - 1)
 
 /* Encoders.  t and base are ns on the trace clock, t >= base. */
 static inline __u64 pagetrace_sync_word(__u64 t)
@@ -251,10 +259,30 @@ static inline __u64 pagetrace_task_word(__u32 tgid)
 	return pagetrace_pid_word(PAGETRACE_ID_TASK | tgid);
 }
 
-/* The first word of a name record of process @tgid; its comm follows. */
-static inline __u64 pagetrace_name_word(__u32 tgid)
+/*
+ * Slice @index of the name @comm (PAGETRACE_COMM_LEN bytes): a pid word
+ * with its bytes 7 * index ... 7 * index + 6, zero past the 16th.
+ */
+static inline __u64 pagetrace_name_word(unsigned int index, const __u8 *comm)
 {
-	return pagetrace_pid_word(PAGETRACE_ID_NAME | tgid);
+	unsigned int i = PAGETRACE_NAME_SLICE_BYTES;
+	__u64 bytes = 0;
+
+	while (i--) {
+		unsigned int at = index * PAGETRACE_NAME_SLICE_BYTES + i;
+
+		bytes = bytes << 8 | (at < PAGETRACE_COMM_LEN ? comm[at] : 0);
+	}
+	return pagetrace_pid_word(PAGETRACE_ID_NAME |
+				  (__u64)index << PAGETRACE_NAME_INDEX_SHIFT |
+				  bytes);
+}
+
+/* Slices a name of @len bytes (its strnlen) takes: 1 to 3. */
+static inline unsigned int pagetrace_name_slices(unsigned int len)
+{
+	return len ? (len + PAGETRACE_NAME_SLICE_BYTES - 1) /
+		     PAGETRACE_NAME_SLICE_BYTES : 1;
 }
 
 /*
@@ -299,14 +327,44 @@ static inline int pagetrace_word_is_task(__u64 w)
 	       (pagetrace_word_id(w) & ~PAGETRACE_ID_TGID_MASK) == PAGETRACE_ID_TASK;
 }
 
-/* A pid word that starts a name record (inside a chunk). */
+/* A pid word that is a name slice (inside a chunk). */
 static inline int pagetrace_word_is_name(__u64 w)
 {
 	return pagetrace_word_is_pid(w) &&
-	       (pagetrace_word_id(w) & ~PAGETRACE_ID_TGID_MASK) == PAGETRACE_ID_NAME;
+	       (pagetrace_word_id(w) & (PAGETRACE_ID_TASK | PAGETRACE_ID_NAME)) ==
+	       PAGETRACE_ID_NAME;
 }
 
-/* The tgid of a task or name record. */
+/* The index of a name slice. */
+static inline unsigned int pagetrace_word_name_index(__u64 w)
+{
+	return (unsigned int)((pagetrace_word_id(w) >> PAGETRACE_NAME_INDEX_SHIFT) &
+			      PAGETRACE_NAME_INDEX_MASK);
+}
+
+/*
+ * Store the bytes of name slice @w at their place in @comm
+ * (PAGETRACE_COMM_LEN bytes).  Returns 0, or -1 if the index is past the
+ * last slice or bytes past the 16th are not zero.
+ */
+static inline int pagetrace_word_name_bytes(__u64 w, __u8 *comm)
+{
+	unsigned int at = pagetrace_word_name_index(w) * PAGETRACE_NAME_SLICE_BYTES;
+	__u64 bytes = pagetrace_word_id(w) & PAGETRACE_NAME_BYTES_MASK;
+	unsigned int i;
+
+	if (at >= PAGETRACE_COMM_LEN)
+		return -1;
+	for (i = 0; i < PAGETRACE_NAME_SLICE_BYTES; i++, at++, bytes >>= 8) {
+		if (at < PAGETRACE_COMM_LEN)
+			comm[at] = (__u8)bytes;
+		else if (bytes & 0xff)
+			return -1;
+	}
+	return 0;
+}
+
+/* The tgid of a task record. */
 static inline __u32 pagetrace_word_tgid(__u64 w)
 {
 	return (__u32)(pagetrace_word_id(w) & PAGETRACE_ID_TGID_MASK);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Write the fuzzer's seed corpus into DIR: small v1 streams built by
- * tests/synth.c (several CPUs, large events, syncs, task records, a
- * snapshot, seq gaps with the overwrite flag) and hand-made Go traces.
+ * tests/synth.c (several CPUs, large events, syncs, task records and
+ * names, a snapshot, seq gaps with the overwrite flag) and hand-made Go
+ * traces.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,9 @@ int main(int argc, char **argv)
 			    1 + x % 3, 0x1000 + x % 4096, x % 7 ? 1 << (x % 4) : 2048);
 		if (i % 17 == 0)
 			synth_task(&s, i % 3, 100 + i);
+		else if (i % 13 == 0)	/* names of 1, 2 and 3 slices */
+			synth_name(&s, i % 3, 200 + i, i % 2 ? "kworker/0:1H" : i % 3 ? "sh" :
+				   "systemd-journald");
 	}
 	synth_flush_all(&s);
 	save(argv[1], "v1-mixed", s.buf, s.len);

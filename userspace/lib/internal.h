@@ -77,7 +77,7 @@ struct pt_reader {
 	/* Bytes that must be buffered before the decode loop can go on. */
 	size_t			want;
 
-	/* Task names from name records (names.c), open addressing. */
+	/* Task names from name slices (names.c), open addressing. */
 	struct pt_name		*names;
 	unsigned int		names_cap;	/* slots, a power of 2 or 0 */
 	unsigned int		nr_names;

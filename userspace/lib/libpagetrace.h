@@ -246,8 +246,8 @@ void pt_reader_set_chunk_cb(struct pt_reader *r, pt_chunk_cb cb, void *arg);
 const struct pt_reader_counters *pt_reader_counters(const struct pt_reader *r);
 
 /*
- * Task names.  Streams with PAGETRACE_FLAG_TASKS carry name records
- * (tgid, comm); the reader remembers the last name of each tgid it has
+ * Task names.  Streams with PAGETRACE_FLAG_TASKS carry names (the
+ * slices of a comm, then the task record of its tgid); the reader remembers the last name of each tgid it has
  * decoded so far, for at most PT_READER_MAX_NAMES tgids (later new tgids
  * stay nameless and are counted by pt_reader_names_dropped()).  Names
  * decoded ahead of the events returned may already be known, so ask once
@@ -258,12 +258,12 @@ const struct pt_reader_counters *pt_reader_counters(const struct pt_reader *r);
 /*
  * pt_reader_task_name() - the name (comm) of process @tgid
  *
- * Return: the last name a name record gave it, NUL-terminated (valid
+ * Return: the last name the stream gave it, NUL-terminated (valid
  * until the reader is closed or decodes another name of @tgid), or NULL
  * if none did (tgid 0, the kernel, has none).
  */
 const char *pt_reader_task_name(const struct pt_reader *r, int64_t tgid);
-/* New tgids whose name records found the table full. */
+/* New tgids whose names found the table full. */
 uint64_t pt_reader_names_dropped(const struct pt_reader *r);
 
 /* The last error: "offset N: what was wrong", or "" if there was none. */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Task names from name records: tgid -> comm, last one wins, a table of at
- * most PT_READER_MAX_NAMES entries (open addressing, linear probing, kept
- * at most half full).
+ * Task names, as reader.c decodes them from name slices: tgid -> comm,
+ * last one wins, a table of at most PT_READER_MAX_NAMES entries (open
+ * addressing, linear probing, kept at most half full).
  */
 #include <stdlib.h>
 #include "internal.h"

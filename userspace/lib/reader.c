@@ -220,6 +220,51 @@ put_event(void *out, unsigned int k, const bool compact, uint64_t w,
 }
 
 /*
+ * A name: slices 0, 1 ... at @p, then the task record of the tgid they
+ * name, which takes the name.  @navail words are in the buffer, @left in
+ * the chunk.  Returns the slices taken (the task record is left to the
+ * caller), 0 when the buffer must hold more first (r->want is set), or an
+ * error.
+ */
+static int decode_name(struct pt_reader *r, const unsigned char *p, uint64_t navail,
+		       uint64_t left, uint64_t off)
+{
+	unsigned char comm[PAGETRACE_COMM_LEN] = { 0 };
+	unsigned int n = 0;
+	uint64_t w;
+
+	for (;;) {
+		if (n >= navail) {
+			if (n >= left)
+				return pt_set_error(r, -EBADMSG, off,
+						    "name cut off by the end of its chunk");
+			/* Its next words are not read yet. */
+			r->want = 8 * (n + 1);
+			return 0;
+		}
+		w = pt_load64(p + 8 * n);
+		if (n && pagetrace_word_is_task(w))
+			break;
+		if (!pagetrace_word_is_name(w) || pagetrace_word_name_index(w) != n) {
+			if (!n)
+				return pt_set_error(r, -EBADMSG, off,
+						    "name slice 0x%016llx does not start a name",
+						    (unsigned long long)w);
+			return pt_set_error(r, -EBADMSG, off + 8 * n,
+					    "word 0x%016llx after name slice %u is neither its next slice nor a task record",
+					    (unsigned long long)w, n - 1);
+		}
+		if (pagetrace_word_name_bytes(w, comm))
+			return pt_set_error(r, -EBADMSG, off + 8 * n,
+					    "name slice 0x%016llx has bytes past the name's %u",
+					    (unsigned long long)w, PAGETRACE_COMM_LEN);
+		n++;
+	}
+	pt_set_name(r, pagetrace_word_tgid(w), comm);
+	return (int)n;
+}
+
+/*
  * Decode words of the current chunk that are in the buffer, up to @max
  * events.  The hot state lives in locals so the loop stays in registers;
  * it is written back once at the end.  Returns events decoded, or an error
@@ -335,21 +380,15 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 		} else if (w & PAGETRACE_IS_PID) {
 			uint64_t id = pagetrace_word_id(w);
 
-			if ((id & ~PAGETRACE_ID_TGID_MASK) == PAGETRACE_ID_NAME) {
-				if (i + PAGETRACE_NAME_WORDS > navail) {
-					if (left - i < PAGETRACE_NAME_WORDS) {
-						ret = -EBADMSG;
-						pt_set_error(r, ret, cur_off(r) + 8 * i,
-							     "name record cut off by the end of its chunk");
-						break;
-					}
-					/* Its comm is not read yet. */
-					r->want = 8 * PAGETRACE_NAME_WORDS;
+			if (pagetrace_word_is_name(w)) {
+				int got = decode_name(r, p + 8 * i, navail - i, left - i,
+						      cur_off(r) + 8 * i);
+
+				if (got <= 0) {
+					ret = got;
 					break;
 				}
-				pt_set_name(r, (uint32_t)(id & PAGETRACE_ID_TGID_MASK),
-					    p + 8 * (i + 1));
-				i += PAGETRACE_NAME_WORDS;
+				i += got;
 				continue;
 			}
 			if (!(id & PAGETRACE_ID_TASK) || (id & TASK_ID_RESERVED)) {

@@ -276,17 +276,16 @@ void synth_name(struct synth *s, unsigned int cpu, uint32_t tgid, const char *co
 {
 	struct synth_cpu *c = &s->cpus[cpu];
 	unsigned char b[PAGETRACE_COMM_LEN] = { 0 };
-	uint64_t w[PAGETRACE_NAME_COMM_WORDS];
+	size_t len = strlen(comm);
+	unsigned int n;
 
-	size_t n = strlen(comm);
-
-	memcpy(b, comm, n < sizeof(b) ? n : sizeof(b));
-	memcpy(w, b, sizeof(w));
-	reserve(s, cpu, c->last, PAGETRACE_NAME_WORDS);
-	c->words[c->nr++] = pagetrace_name_word(tgid);
-	/* Bytes in stream order: words are stored little-endian. */
-	c->words[c->nr++] = le64toh(w[0]);
-	c->words[c->nr++] = le64toh(w[1]);
+	memcpy(b, comm, len < sizeof(b) ? len : sizeof(b));
+	n = pagetrace_name_slices(len < sizeof(b) ? len : sizeof(b));
+	reserve(s, cpu, c->last, n + 1);
+	for (unsigned int i = 0; i < n; i++)
+		c->words[c->nr++] = pagetrace_name_word(i, b);
+	c->words[c->nr++] = pagetrace_task_word(tgid);
+	c->task = tgid;
 }
 
 int synth_write_slowly(int fd, const void *buf, size_t len, unsigned int max_piece,

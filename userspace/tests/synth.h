@@ -51,7 +51,10 @@ void synth_free(struct synth *s);
 void synth_event(struct synth *s, unsigned int cpu, uint64_t t, unsigned int type,
 		 uint64_t pfn, uint64_t npages);
 void synth_task(struct synth *s, unsigned int cpu, uint32_t tgid);
-/* A name record: @comm, NUL-padded (or cut) to PAGETRACE_COMM_LEN bytes. */
+/*
+ * A named task record: the name slices of @comm (NUL-padded or cut to
+ * PAGETRACE_COMM_LEN bytes), then the task record of @tgid.
+ */
 void synth_name(struct synth *s, unsigned int cpu, uint32_t tgid, const char *comm);
 /* Close the CPU's open chunk (no-op if none) with these chunk flags. */
 void synth_flush(struct synth *s, unsigned int cpu, unsigned int flags);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Task and name records: the tgid of each event, the names the stream
- * carries (last one wins, bounded table), name records cut by buffer and
- * chunk boundaries, and pagetrace stats --by task.
+ * Task records and name slices: the tgid of each event, the names the
+ * stream carries (last one wins, bounded table), names of every length,
+ * names cut by buffer and chunk boundaries or malformed, and pagetrace
+ * stats --by task.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -18,18 +19,15 @@ static void task_trace(struct synth *s)
 {
 	synth_init(s, 2, 4096, PAGETRACE_FLAG_TASKS);
 	synth_name(s, 0, 100, "alpha");
-	synth_task(s, 0, 100);
 	synth_event(s, 0, SEC, PAGETRACE_EV_ALLOC, 0x100, 4);
 	synth_event(s, 0, SEC + 1000, PAGETRACE_EV_ALLOC, 0x104, 1);
 	synth_task(s, 0, 0);
 	synth_event(s, 0, SEC + 2000, PAGETRACE_EV_ALLOC, 0x200, 1);
 	synth_name(s, 0, 200, "beta");
-	synth_task(s, 0, 200);
 	synth_event(s, 0, SEC + 3000, PAGETRACE_EV_FREE, 0x100, 4);
 	synth_flush(s, 0, 0);
 	/* Renamed: the 16-byte name is not NUL-terminated. */
 	synth_name(s, 1, 100, "alpha2-0123456789");
-	synth_task(s, 1, 100);
 	synth_event(s, 1, SEC + 4000, PAGETRACE_EV_ALLOC, 0x400, 2);
 	synth_event(s, 1, SEC + 5000, PAGETRACE_EV_RECLAIM, 0x400, 1);
 	synth_flush_all(s);
@@ -64,7 +62,7 @@ TEST(names_and_tasks)
 	synth_free(&s);
 }
 
-/* A 64-byte reader buffer: name records straddle every refill. */
+/* A 64-byte reader buffer: names straddle every refill. */
 TEST(names_small_buffer)
 {
 	struct pt_reader_params p = { .buf_size = PT_READER_MIN_BUF };
@@ -78,7 +76,6 @@ TEST(names_small_buffer)
 	for (i = 1; i <= 50; i++) {
 		snprintf(name, sizeof(name), "t%d", i);
 		synth_name(&s, 0, i, name);
-		synth_task(&s, 0, i);
 		synth_event(&s, 0, SEC + i, PAGETRACE_EV_ALLOC, i, 1);
 	}
 	synth_flush_all(&s);
@@ -100,22 +97,95 @@ TEST(names_small_buffer)
 	synth_free(&s);
 }
 
-TEST(name_cut_by_chunk_end)
+/* Names of 0 to 16 bytes: 1, 2 or 3 slices, all of them pid words. */
+TEST(name_lengths)
 {
-	uint64_t w[4] = { pagetrace_pid_word(0), pagetrace_sync_word(SEC),
-			  pagetrace_name_word(7), 0x41 };
+	static const char full[] = "0123456789abcdef";
+	struct pt_event ev;
+	struct pt_reader *r;
+	struct synth s;
+	char name[17];
+	unsigned int len, i;
+
+	synth_init(&s, 1, 4096, PAGETRACE_FLAG_TASKS);
+	for (len = 0; len <= 16; len++) {
+		struct synth_cpu *c = &s.cpus[0];
+		unsigned int before = c->nr, want = len <= 7 ? 1 : len <= 14 ? 2 : 3;
+
+		snprintf(name, sizeof(name), "%.*s", (int)len, full);
+		synth_name(&s, 0, 1000 + len, name);
+		ASSERT_EQ(want + 1 + (before ? 0 : 2), c->nr - before);
+		for (i = c->nr - want - 1; i < c->nr; i++)
+			EXPECT_TRUE(pagetrace_word_is_pid(c->words[i]));
+		synth_event(&s, 0, SEC + len, PAGETRACE_EV_ALLOC, len, 1);
+	}
+	synth_flush_all(&s);
+	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
+	for (len = 0; len <= 16; len++) {
+		ASSERT_EQ(1, pt_reader_next(r, &ev)) TH_LOG("%s", pt_reader_error(r));
+		EXPECT_EQ(1000 + len, ev.task);
+		snprintf(name, sizeof(name), "%.*s", (int)len, full);
+		EXPECT_STREQ(name, pt_reader_task_name(r, ev.task));
+	}
+	EXPECT_EQ(0, pt_reader_next(r, &ev));
+	pt_reader_close(r);
+	synth_free(&s);
+}
+
+/* Decode one chunk of @n words after pid(0) and sync; expect @what. */
+static void expect_bad_chunk(struct __test_metadata *_metadata, const uint64_t *words,
+			     unsigned int n, const char *what)
+{
+	uint64_t w[8] = { pagetrace_pid_word(0), pagetrace_sync_word(SEC) };
 	struct pt_event ev;
 	struct pt_reader *r;
 	struct synth s;
 
+	memcpy(w + 2, words, n * sizeof(*w));
 	synth_init(&s, 1, 4096, PAGETRACE_FLAG_TASKS);
-	synth_put_chunk(&s, 0, 0, 0, 0, w, 4);
+	synth_put_chunk(&s, 0, 0, 0, 0, w, n + 2);
 	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
 	EXPECT_EQ(-EBADMSG, pt_reader_next(r, &ev));
-	EXPECT_TRUE(strstr(pt_reader_error(r), "name record cut off") != NULL)
+	EXPECT_TRUE(strstr(pt_reader_error(r), what) != NULL)
 		TH_LOG("%s", pt_reader_error(r));
 	pt_reader_close(r);
 	synth_free(&s);
+}
+
+TEST(bad_names)
+{
+	static const unsigned char c[PAGETRACE_COMM_LEN] = "abcdefghijklmnop";
+	const uint64_t task = pagetrace_task_word(7);
+	const uint64_t ev = pagetrace_event_word(0, 1, 1, PAGETRACE_EV_ALLOC);
+	uint64_t w[4];
+
+	w[0] = pagetrace_name_word(0, c);
+	expect_bad_chunk(_metadata, w, 1, "name cut off by the end of its chunk");
+	w[1] = pagetrace_name_word(1, c);
+	expect_bad_chunk(_metadata, w, 2, "name cut off by the end of its chunk");
+	w[1] = ev;
+	expect_bad_chunk(_metadata, w, 2,
+			 "after name slice 0 is neither its next slice nor a task record");
+	w[1] = pagetrace_name_word(2, c);
+	w[2] = task;
+	expect_bad_chunk(_metadata, w, 3,
+			 "after name slice 0 is neither its next slice nor a task record");
+	/* A second name before the first one's task record. */
+	w[1] = pagetrace_name_word(0, c);
+	expect_bad_chunk(_metadata, w, 3,
+			 "after name slice 0 is neither its next slice nor a task record");
+	w[0] = pagetrace_name_word(1, c);
+	w[1] = task;
+	expect_bad_chunk(_metadata, w, 2, "does not start a name");
+	/* Bytes past the 16th, and a fourth slice. */
+	w[0] = pagetrace_name_word(0, c);
+	w[1] = pagetrace_name_word(1, c);
+	w[2] = pagetrace_name_word(2, c) | 1ULL << 30;
+	w[3] = task;
+	expect_bad_chunk(_metadata, w, 4, "has bytes past the name's 16");
+	w[2] = pagetrace_name_word(2, c);
+	w[3] = pagetrace_name_word(3, c);
+	expect_bad_chunk(_metadata, w, 4, "has bytes past the name's 16");
 }
 
 TEST(names_bounded)
