@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Task records: the allocations of a process carry its tgid, its name
- * comes with the stream (name records), and an allocation in interrupt
+ * comes with the stream (name slices, as many as its length needs, right
+ * before a task record of its tgid), and an allocation in interrupt
  * context belongs to task 0, the kernel, not to the task it interrupted.
  *
  * Everything runs pinned to CPU 0, so that CPU 0's chunks, in seq order,
- * hold every event and the last name record of a child is its new name.
+ * hold every event and the last name of a child is its new name.
  *
  * Environment: PAGETRACE_GT_KO (see pagetrace_gt_test.c); pagetrace.ko
- * loaded.  The test turns tasks=1 on for its session and off after.
+ * loaded.  The test turns tasks=1 on for its session and restores the
+ * parameter after.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,10 +32,16 @@
 #define NR_CHILDREN	3
 #define NR_PAGES	8
 
+/* Names of 1, 2 and 3 slices (7 bytes each, the last one 2). */
+static const char *const child_names[NR_CHILDREN] = {
+	"pt_t0", "pt_task_1", "pt_task_2-15chr",
+};
+
 struct child {
 	pid_t		pid;
 	uint64_t	pfn[NR_PAGES];
-	char		name[16];
+	const char	*name;
+	unsigned int	named;		/* its new name in the stream */
 };
 
 /* Rename, wait for the go, fault pages in, report their PFNs, wait, exit. */
@@ -41,12 +49,11 @@ static void child_run(int idx, int up, int down)
 {
 	size_t page = getpagesize();
 	uint64_t pfn[NR_PAGES];
-	char name[16], c;
 	unsigned char *p;
+	char c;
 	int i;
 
-	snprintf(name, sizeof(name), "pt_task_%d", idx);
-	prctl(PR_SET_NAME, name);
+	prctl(PR_SET_NAME, child_names[idx]);
 	if (write(up, "r", 1) != 1 || read(down, &c, 1) != 1)
 		_exit(1);
 	p = mmap(NULL, NR_PAGES * page, PROT_READ | PROT_WRITE,
@@ -75,23 +82,73 @@ static uint64_t gt_irq_pfn(const char *report, uint64_t *t0, uint64_t *t1)
 	return pfn;
 }
 
-/* tasks= applies to the next session. */
-static int set_tasks(const char *on)
+#define TASKS_PARAM	"/sys/module/pagetrace/parameters/tasks"
+
+/* tasks= applies to the next session; *@old gets its value ('Y' or 'N'). */
+static int set_tasks(char on, char *old)
 {
-	int fd = open("/sys/module/pagetrace/parameters/tasks", O_WRONLY | O_CLOEXEC);
+	int fd = open(TASKS_PARAM, O_RDWR | O_CLOEXEC);
 	int ok;
 
 	if (fd < 0)
 		return -errno;
-	ok = write(fd, on, 1) == 1;
+	ok = !old || read(fd, old, 1) == 1;
+	ok = ok && pwrite(fd, &on, 1, 0) == 1;
 	close(fd);
 	return ok ? 0 : -EIO;
+}
+
+/*
+ * Walk the raw words of CPU 0's chunks: each name in the stream must take
+ * exactly the slices its length needs (*@bad counts those that do not),
+ * and a child named with its new name counts it.  Returns the names seen,
+ * or -1 if the stream is not laid out as expected.
+ */
+static int count_names(const unsigned char *s, size_t len, struct child *ch,
+		       int *bad)
+{
+	const struct pagetrace_header *h = (const void *)s;
+	size_t off = h->header_size;
+	uint8_t comm[PAGETRACE_COMM_LEN + 1] = { 0 };
+	int names = 0;
+
+	while (off + sizeof(struct pagetrace_chunk) <= len) {
+		const struct pagetrace_chunk *c = (const void *)(s + off);
+		const uint64_t *w = (const void *)(c + 1);
+		unsigned int i, n = 0;
+
+		off += sizeof(*c) + 8ULL * c->nr_words;
+		if (off > len)
+			return -1;
+		if (c->cpu != 0)
+			continue;
+		for (i = 2; i < c->nr_words; i++) {
+			if (pagetrace_word_is_name(w[i])) {
+				if (!n)
+					memset(comm, 0, sizeof(comm));
+				if (pagetrace_word_name_bytes(w[i], comm))
+					return -1;
+				n++;
+				continue;
+			}
+			if (n && pagetrace_word_is_task(w[i])) {
+				*bad += n != pagetrace_name_slices(strlen((char *)comm));
+				for (int k = 0; k < NR_CHILDREN; k++)
+					if (pagetrace_word_tgid(w[i]) == (uint32_t)ch[k].pid &&
+					    !strcmp((char *)comm, ch[k].name))
+						ch[k].named++;
+				names++;
+			}
+			n = 0;
+		}
+	}
+	return names;
 }
 
 TEST(task_records)
 {
 	struct child ch[NR_CHILDREN];
-	char report[4096], c;
+	char report[4096], c, old_tasks = 'N';
 	int up[NR_CHILDREN][2], down[NR_CHILDREN][2];
 	uint64_t irq_pfn[2] = { 0 }, irq_t0[2], irq_t1[2];
 	static const char *const irq_ops[2] = { "softirq", "hardirq" };
@@ -99,26 +156,27 @@ TEST(task_records)
 	struct pt_event *ev;
 	size_t len, nr = 0, cap = 1 << 16;
 	void *stream;
-	int dev, i, j, k, ret;
+	int dev, i, j, k, ret, bad = 0;
 
 	ASSERT_EQ(0, pt_st_gt_load());
 	ASSERT_EQ(0, pt_st_pin_cpu(0));
-	ASSERT_EQ(0, set_tasks("1"));
+	ASSERT_EQ(0, set_tasks('1', &old_tasks));
 	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
-	set_tasks("0");
+	set_tasks(old_tasks, NULL);
 	ASSERT_LE(0, dev) TH_LOG("open /dev/pagetrace: %s", strerror(errno));
 
 	for (i = 0; i < NR_CHILDREN; i++) {
 		ASSERT_EQ(0, pipe(up[i]));
 		ASSERT_EQ(0, pipe(down[i]));
-		snprintf(ch[i].name, sizeof(ch[i].name), "pt_task_%d", i);
+		ch[i].name = child_names[i];
+		ch[i].named = 0;
 		ch[i].pid = fork();
 		ASSERT_LE(0, ch[i].pid);
 		if (!ch[i].pid)
 			child_run(i, up[i][1], down[i][0]);
 		ASSERT_EQ(1, read(up[i][0], &c, 1));
 	}
-	/* Fresh chunks: the next name record of each child has its new name. */
+	/* Fresh chunks: the next name of each child is its new name. */
 	ASSERT_EQ(0, ioctl(dev, PAGETRACE_IOC_FLUSH));
 	for (i = 0; i < NR_CHILDREN; i++) {
 		ASSERT_EQ(1, write(down[i][1], "g", 1));
@@ -159,11 +217,15 @@ TEST(task_records)
 		nr += ret;
 	}
 
+	/* Each name takes only the slices its length needs. */
+	EXPECT_LT(0, count_names(stream, len, ch, &bad));
+	EXPECT_EQ(0, bad);
 	for (i = 0; i < NR_CHILDREN; i++) {
 		const char *name = pt_reader_task_name(r, ch[i].pid);
 
 		ASSERT_NE(NULL, name) TH_LOG("no name for child %d", ch[i].pid);
 		EXPECT_STREQ(ch[i].name, name);
+		EXPECT_LT(0, ch[i].named);
 		for (j = 0; j < NR_PAGES; j++) {
 			int found = 0, other = 0;
 
