@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pagetrace stats --by task: pages allocated, freed and reclaimed per
- * process (tgid), from the stream's task records, and the pages each one
- * allocated that are still allocated at the end of the trace.
+ * Per process (tgid) totals, from the stream's task records: pages
+ * allocated, freed and reclaimed, and the pages each one allocated that
+ * are still allocated at the end of the trace.  pagetrace stats --by task
+ * prints them; pagetrace report collects them alongside its figures.
  *
  * The events of a task record's chunk after it belong to its tgid; 0 is
  * the kernel (interrupt context), -1 events before any task record (or
@@ -22,14 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cmd.h"
-
-struct task_stats {
-	int64_t		tgid;
-	uint64_t	events[4];
-	uint64_t	pages[4];
-	uint64_t	in_use;
-	bool		used;
-};
 
 struct owned {
 	uint64_t	pfn;		/* first page; UINT64_MAX: empty */
@@ -185,8 +178,8 @@ static struct owned *block_find(struct by_task *b, uint64_t pfn)
 	return NULL;
 }
 
-static void on_change(uint64_t time_ns, uint64_t pfn, uint64_t npages, int sign,
-		      unsigned int order, void *arg)
+void by_task_change(uint64_t time_ns, uint64_t pfn, uint64_t npages, int sign,
+		    unsigned int order, void *arg)
 {
 	struct by_task *b = arg;
 	struct owned *o;
@@ -211,7 +204,7 @@ static void on_change(uint64_t time_ns, uint64_t pfn, uint64_t npages, int sign,
 		block_del(b, o);
 }
 
-static int on_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg)
+int by_task_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg)
 {
 	struct by_task *b = arg;
 	struct task_stats *t;
@@ -244,7 +237,7 @@ static int cmp_tasks(const void *x, const void *y)
 	return p->tgid < q->tgid ? -1 : p->tgid > q->tgid;
 }
 
-static const char *task_name(const struct pt_reader *r, int64_t tgid)
+const char *task_name(const struct pt_reader *r, int64_t tgid)
 {
 	const char *n = pt_reader_task_name(r, tgid);
 
@@ -269,30 +262,60 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+struct by_task *by_task_new(void)
+{
+	return calloc(1, sizeof(struct by_task));
+}
+
+struct task_stats *by_task_list(const struct by_task *b, size_t *n)
+{
+	struct task_stats *list = malloc((b->nr_tasks ? b->nr_tasks : 1) * sizeof(*list));
+	size_t i;
+
+	*n = 0;
+	if (!list)
+		return NULL;
+	for (i = 0; i < b->tcap; i++)
+		if (b->tasks[i].used)
+			list[(*n)++] = b->tasks[i];
+	qsort(list, *n, sizeof(*list), cmp_tasks);
+	return list;
+}
+
+void by_task_free(struct by_task *b)
+{
+	if (!b)
+		return;
+	free(b->tasks);
+	free(b->blocks);
+	free(b);
+}
+
 int stats_by_task(struct pt_reader *r, const char *path, bool json)
 {
-	struct by_task b = { 0 };
-	struct pt_analysis_params ap = { .event = on_event, .change = on_change, .arg = &b };
-	struct pt_analysis a;
+	struct by_task *b = by_task_new();
+	struct pt_analysis_params ap = { .event = by_task_event, .change = by_task_change,
+					 .arg = b };
+	struct pt_analysis a = { 0 };
 	struct task_stats *list;
 	size_t i, n = 0;
 	int ret;
 
+	if (!b) {
+		fprintf(stderr, "pagetrace: %s: out of memory\n", path);
+		return -ENOMEM;
+	}
 	ret = pt_analysis_collect(r, &a, &ap);
 	if (ret < 0) {
 		trace_error(path, r, ret);
 		goto out;
 	}
-	list = malloc((b.nr_tasks ? b.nr_tasks : 1) * sizeof(*list));
+	list = by_task_list(b, &n);
 	if (!list) {
 		ret = -ENOMEM;
 		fprintf(stderr, "pagetrace: %s: out of memory\n", path);
 		goto out;
 	}
-	for (i = 0; i < b.tcap; i++)
-		if (b.tasks[i].used)
-			list[n++] = b.tasks[i];
-	qsort(list, n, sizeof(*list), cmp_tasks);
 	if (json) {
 		printf("{\"tasks\": [");
 		for (i = 0; i < n; i++) {
@@ -325,7 +348,6 @@ int stats_by_task(struct pt_reader *r, const char *path, bool json)
 	free(list);
 out:
 	pt_analysis_free(&a);
-	free(b.tasks);
-	free(b.blocks);
+	by_task_free(b);
 	return ret;
 }

@@ -19,6 +19,29 @@ int cmd_report(int argc, char **argv);
 int stats_by_task(struct pt_reader *r, const char *path, bool json);
 
 /*
+ * Per-process totals (bytask.c), collected by an analysis run with
+ * by_task_event() and by_task_change() as its hooks (arg: the by_task).
+ * tgid 0 is the kernel, -1 events before any task record.
+ */
+struct task_stats {
+	int64_t		tgid;
+	uint64_t	events[4];	/* by PT_EV_* */
+	uint64_t	pages[4];
+	uint64_t	in_use;		/* pages it allocated still in use */
+	bool		used;
+};
+struct by_task;
+struct by_task *by_task_new(void);
+int by_task_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg);
+void by_task_change(uint64_t time_ns, uint64_t pfn, uint64_t npages, int sign,
+		    unsigned int order, void *arg);
+/* The tasks, most pages allocated first: malloc'ed, *n entries; NULL if no memory. */
+struct task_stats *by_task_list(const struct by_task *b, size_t *n);
+void by_task_free(struct by_task *b);
+/* A task's name for tables: its comm, "[kernel]", "[unknown]" or "?". */
+const char *task_name(const struct pt_reader *r, int64_t tgid);
+
+/*
  * Open FILE ("-" is stdin) and read its header.  On failure prints
  * "pagetrace: FILE: why" and returns NULL; *fd is closed then.
  */

@@ -11,6 +11,10 @@
  *   fig-lifetime  lifetimes, alloc to free/reclaim, in power-of-two bins
  *   fig-cpus      events per CPU (Go traces: per P), lost events in red
  *
+ * and, for streams with task records, a table (tab-tasks) of the processes
+ * that allocated most: pages allocated, freed, reclaimed and still in use
+ * at the end, with their names (cmd/bytask.c).
+ *
  * Everything is binned to a fixed size (the heatmap is at most 800 x 400
  * cells, an inline PNG), so the page stays well under 2 MiB however large
  * the trace.  Two passes over FILE: the first finds the time and PFN
@@ -105,6 +109,30 @@ static int heat_event(const struct pt_event *ev, const struct pt_analysis *a, vo
 			 hm->recl[col * hm->h + row] += (uint32_t)(pages > UINT32_MAX ?
 								    UINT32_MAX : pages));
 	return 0;
+}
+
+/* The analysis hooks of pass 2: the heatmap's and the per-process totals'. */
+struct report_hooks {
+	struct heat	*hm;
+	struct by_task	*tasks;		/* NULL: no task records */
+};
+
+static int report_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg)
+{
+	struct report_hooks *h = arg;
+	int ret = heat_event(ev, a, h->hm);
+
+	return ret || !h->tasks ? ret : by_task_event(ev, a, h->tasks);
+}
+
+static void report_change(uint64_t t, uint64_t pfn, uint64_t npages, int sign,
+			  unsigned int order, void *arg)
+{
+	struct report_hooks *h = arg;
+
+	heat_change(t, pfn, npages, sign, order, h->hm);
+	if (h->tasks)
+		by_task_change(t, pfn, npages, sign, order, h->tasks);
 }
 
 /* Pass 1: time range of the events, PFN range of zones or events. */
@@ -562,6 +590,52 @@ static void summary(FILE *f, const char *path, const struct pt_reader *r,
 		a->unmatched_events[PT_EV_FREE], a->unmatched_events[PT_EV_RECLAIM]);
 }
 
+#define TASK_ROWS	25
+
+/* The processes that allocated most, and the rest summed up in one row. */
+static void table_tasks(FILE *f, const struct pt_reader *r, const struct by_task *b)
+{
+	struct task_stats *list, rest = { 0 };
+	size_t n, i;
+
+	list = by_task_list(b, &n);
+	if (!list)
+		return;
+	fprintf(f, "<h2>Pages by process</h2>\n<p>Allocations count for the process that "
+		"allocated, frees and reclaims for the one that freed (0, the kernel: "
+		"interrupts and the idle task); in use: pages the process allocated "
+		"that are still allocated at the end.</p>\n<table id=\"tab-tasks\" "
+		"class=\"tasks\">\n<tr><th>tgid</th><th>process</th><th>allocated</th>"
+		"<th>freed</th><th>reclaimed</th><th>in use at end</th><th>allocations</th>"
+		"</tr>\n");
+	for (i = 0; i < n; i++) {
+		const struct task_stats *t = &list[i];
+
+		if (i >= TASK_ROWS) {
+			for (int k = 0; k < 4; k++) {
+				rest.pages[k] += t->pages[k];
+				rest.events[k] += t->events[k];
+			}
+			rest.in_use += t->in_use;
+			continue;
+		}
+		fprintf(f, "<tr><td>%" PRId64 "</td><td>", t->tgid);
+		html_escape(f, task_name(r, t->tgid));
+		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64
+			"</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
+			t->pages[PT_EV_ALLOC], t->pages[PT_EV_FREE], t->pages[PT_EV_RECLAIM],
+			t->in_use, t->events[PT_EV_ALLOC]);
+	}
+	if (n > TASK_ROWS)
+		fprintf(f, "<tr><td></td><td>%zu more</td><td>%" PRIu64 "</td><td>%" PRIu64
+			"</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64
+			"</td></tr>\n", n - TASK_ROWS, rest.pages[PT_EV_ALLOC],
+			rest.pages[PT_EV_FREE], rest.pages[PT_EV_RECLAIM], rest.in_use,
+			rest.events[PT_EV_ALLOC]);
+	fprintf(f, "</table>\n");
+	free(list);
+}
+
 static const char css[] =
 	"body{font:14px sans-serif;margin:20px;color:#222}"
 	"figure{margin:24px 0}figcaption{font-weight:bold;margin-bottom:6px}"
@@ -569,7 +643,10 @@ static const char css[] =
 	".xl{text-anchor:middle;font-size:12px}.axis{stroke:#000;fill:none}"
 	".grid{stroke:#ddd;fill:none}.line{fill:none;stroke-width:1.5}"
 	".lg{font-weight:bold}.zl{stroke:#000;stroke-dasharray:4 3;fill:none}"
-	".zt{text-anchor:end;font-weight:bold;paint-order:stroke;stroke:#fff;stroke-width:3px}table.sum th{text-align:left;padding-right:16px}";
+	".zt{text-anchor:end;font-weight:bold;paint-order:stroke;stroke:#fff;stroke-width:3px}table.sum th{text-align:left;padding-right:16px}"
+	"h2{font-size:14px}table.tasks{border-collapse:collapse}"
+	"table.tasks td,table.tasks th{padding:2px 10px;border-bottom:1px solid #ddd}"
+	"table.tasks td{text-align:right}table.tasks td:nth-child(2){text-align:left}";
 
 int cmd_report(int argc, char **argv)
 {
@@ -579,9 +656,10 @@ int cmd_report(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
-	struct pt_analysis_params ap = { .event = heat_event, .change = heat_change };
+	struct pt_analysis_params ap = { .event = report_event, .change = report_change };
 	const char *path = NULL, *outpath = NULL;
 	struct heat hm = { 0 };
+	struct report_hooks hooks = { .hm = &hm };
 	struct pt_analysis a = { 0 };
 	struct pt_stats s = { 0 };
 	unsigned int flags = 0;
@@ -629,7 +707,16 @@ int cmd_report(int argc, char **argv)
 		ret = -EIO;
 		goto out;
 	}
-	ap.arg = &hm;
+	if (pt_reader_header(r)->flags & PAGETRACE_FLAG_TASKS) {
+		hooks.tasks = by_task_new();
+		if (!hooks.tasks) {
+			fprintf(stderr, "pagetrace: %s: out of memory\n", path);
+			close_trace(r, fd);
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	ap.arg = &hooks;
 	ret = pt_analysis_collect(r, &a, &ap);
 	if (ret) {
 		trace_error(path, r, ret);
@@ -654,6 +741,8 @@ int cmd_report(int argc, char **argv)
 	fig_orders(f, &a.stats);
 	fig_lifetime(f, &a);
 	fig_cpus(f, &a.stats, !pt_reader_header(r)->header_size);
+	if (hooks.tasks)
+		table_tasks(f, r, hooks.tasks);
 	fprintf(f, "</body></html>\n");
 	close_trace(r, fd);
 	if (fflush(f) || ferror(f)) {
@@ -663,6 +752,7 @@ int cmd_report(int argc, char **argv)
 	fclose(f);
 out:
 	pt_analysis_free(&a);
+	by_task_free(hooks.tasks);
 	free(hm.live);
 	free(hm.cap);
 	free(hm.occ);

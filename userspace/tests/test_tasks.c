@@ -271,4 +271,76 @@ TEST(stats_by_task)
 	synth_free(&s);
 }
 
+/* Read @dir/@name into @out (NUL-terminated): its length, or -1. */
+static ssize_t slurp(const char *dir, const char *name, char *out, size_t len)
+{
+	char path[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, out, len - 1);
+	close(fd);
+	out[n < 0 ? 0 : n] = '\0';
+	return n;
+}
+
+static void write_trace(struct __test_metadata *_metadata, const char *dir,
+			const char *name, const struct synth *s)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)s->len, write(fd, s->buf, s->len));
+	close(fd);
+}
+
+/* The report's table of processes: the same totals as stats --by task. */
+TEST(report_by_task)
+{
+	char dir[64] = "/tmp/pagetrace-tasks-XXXXXX", cmd[128];
+	static char html[1 << 20], out[256];
+	struct synth s;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	task_trace(&s);
+	/* A name that HTML must escape. */
+	synth_name(&s, 1, 300, "<i>&x");
+	synth_event(&s, 1, SEC + 6000, PAGETRACE_EV_ALLOC, 0x800, 8);
+	synth_flush_all(&s);
+	write_trace(_metadata, dir, "t.pt", &s);
+	synth_free(&s);
+
+	ASSERT_EQ(0, run_cli(dir, "report t.pt -o r.html", out, sizeof(out)));
+	ASSERT_LT(0, slurp(dir, "r.html", html, sizeof(html)));
+	EXPECT_TRUE(strstr(html, "<table id=\"tab-tasks\"") != NULL);
+	EXPECT_TRUE(strstr(html, "<tr><td>300</td><td>&lt;i&gt;&amp;x</td><td>8</td><td>0</td>"
+			   "<td>0</td><td>8</td><td>1</td></tr>\n"
+			   "<tr><td>100</td><td>alpha2-012345678</td><td>7</td><td>0</td>"
+			   "<td>1</td><td>2</td><td>3</td></tr>\n"
+			   "<tr><td>0</td><td>[kernel]</td><td>1</td><td>0</td>"
+			   "<td>0</td><td>1</td><td>1</td></tr>\n"
+			   "<tr><td>200</td><td>beta</td><td>0</td><td>4</td>"
+			   "<td>0</td><td>0</td><td>0</td></tr>\n</table>") != NULL)
+		TH_LOG("%s", strstr(html, "<h2>") ? strstr(html, "<h2>") : "no table");
+
+	/* Without task records, no table. */
+	synth_init(&s, 1, 4096, 0);
+	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 0x100, 1);
+	synth_flush_all(&s);
+	write_trace(_metadata, dir, "n.pt", &s);
+	synth_free(&s);
+	ASSERT_EQ(0, run_cli(dir, "report n.pt -o n.html", out, sizeof(out)));
+	ASSERT_LT(0, slurp(dir, "n.html", html, sizeof(html)));
+	EXPECT_EQ(NULL, strstr(html, "tab-tasks"));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	EXPECT_EQ(0, system(cmd));
+}
+
 TEST_HARNESS_MAIN
