@@ -82,14 +82,13 @@ MODULE_PARM_DESC(flush_ms,
 		 "Flush timer period in ms; events reach the reader within twice this (default 250)");
 
 /*
- * Task and name records (writer.c); read at session start.  Off unless
- * asked for: name records are an extension a v1 decoder that knows only
- * task records (bit 60) does not expect.
+ * Task records and names (writer.c); read at session start.  On by
+ * default: both are pid words, which any v1 decoder takes in its stride.
  */
-bool pt_tasks_on;
+bool pt_tasks_on = true;
 module_param_named(tasks, pt_tasks_on, bool, 0644);
 MODULE_PARM_DESC(tasks,
-		 "Record which process each event belongs to: task and name records (default 0)");
+		 "Record which process each event belongs to: task records and names (default 1)");
 
 /**
  * pt_session_start - set up buffers, header and probes for a new session

@@ -93,7 +93,7 @@ struct pt_cpu {
 	u64			flushed_seq;	/* seq seen by the last timer tick */
 	u64			overwritten;	/* chunks overwritten (flight) */
 	bool			overwrite;	/* full ring: overwrite the oldest */
-	bool			tasks;		/* write task and name records */
+	bool			tasks;		/* write task records and names */
 	u32			task;		/* owner of the last event, see pt_write */
 	struct pagetrace_cpu_stats stats;
 	/* tgids named in the open chunk, direct-mapped; 0: empty */
