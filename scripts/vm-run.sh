@@ -21,6 +21,7 @@
 #
 # Why these choices:
 #  - TCG only: the host cannot use KVM reliably (guest hangs with -accel kvm).
+#    PT_QEMU_ARGS adds QEMU options (the benchmark adds -icount).
 #  - Single-threaded TCG (thread=single; PT_QEMU_ACCEL overrides): QEMU 7.2's
 #    multi-threaded TCG can keep a stale translation of code another vCPU
 #    has just patched.  When the kernel patches a hot function's ftrace site
@@ -249,9 +250,10 @@ fi
 # the serial line's CRs and SeaBIOS's terminal escapes (unbuffered, so output
 # appears as it comes).
 set +e
+# shellcheck disable=SC2086 # PT_QEMU_ARGS is a list of options
 timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
 	-accel "${PT_QEMU_ACCEL:-tcg,thread=single}" -cpu max -m "$MEM" -smp "$SMP" "${NUMA_ARGS[@]}" \
-	-nographic -no-reboot -nic none \
+	-nographic -no-reboot -nic none ${PT_QEMU_ARGS:-} \
 	-kernel "$VMLINUZ" -initrd "$INITRD" -append "$CMDLINE" \
 	-virtfs "local,path=$SHARE,mount_tag=host,security_model=none,id=host" \
 	</dev/null 2>&1 | sed -u 's/\r$//; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' | tee "$SHARE/console.log"
