@@ -22,17 +22,24 @@
  *                         allocator's: alloc_pages, folio_alloc,
  *                         __get_free_pages, THP and hugetlb all end here.
  *                         Its inner helpers (prep_new_page,
- *                         post_alloc_hook) are inlined, so only its return
- *                         has the page.
+ *                         post_alloc_hook) are inlined, or have no ftrace
+ *                         site, so only its return has the page.
  *   __alloc_pages_bulk    (kretprobe) takes pages off the per-CPU lists
  *                         itself; we diff the caller's array or list
  *                         between entry and return.  Its fallback into
  *                         __alloc_pages is reported by that hook, which
  *                         notes the page in the bulk call's data so that
  *                         the diff skips it.
- *   post_alloc_hook       (kprobe) the out-of-line copy is called only by
- *                         compaction's split_map_pages(): migration
- *                         targets and alloc_contig_range().
+ *   split_map_pages       (kprobe) compaction hands out free blocks taken
+ *                         straight off the free lists: migration targets
+ *                         and alloc_contig_range().  It calls
+ *                         post_alloc_hook() on each, but we cannot probe
+ *                         that one: prep_new_page() calls it for every
+ *                         allocation, inlined or not as the compiler
+ *                         likes (Debian's build inlines it; the KASAN/
+ *                         lockdep one of make check-debug calls the
+ *                         out-of-line copy from __alloc_pages_bulk(),
+ *                         whose pages would be reported twice).
  *  free (tracepoint mm_page_free fires in exactly these two)
  *   free_pcp_prepare      (kprobe) free_unref_page() and
  *                         free_unref_page_list(): every order-0..3 and THP
@@ -378,6 +385,26 @@ static int pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+/*
+ * split_map_pages(list) on 6.1: @list holds the free blocks compaction
+ * isolated, each with its order in page_private(); the function then calls
+ * post_alloc_hook() on each and splits it into pages.  The list is the
+ * calling task's own (compact_control's free list, or a list on the stack
+ * of isolate_freepages_range()), nobody else links or unlinks its entries,
+ * and we run in that task at the function's entry, so it holds still while
+ * we walk it.
+ */
+static int pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
+{
+	struct list_head *list = (void *)regs_get_kernel_argument(regs, 0);
+	struct page *page;
+
+	list_for_each_entry(page, list, lru)
+		pt_emit(PAGETRACE_EV_ALLOC, page_to_pfn(page),
+			1UL << page_private(page));
+	return 0;
+}
+
 /* post_alloc_hook(page, order, gfp) */
 static int pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 {
@@ -500,7 +527,7 @@ static const struct pt_hook pt_hook_table[] = {
 	PT_BULK(PT_6_1, "__alloc_pages_bulk"),
 	PT_ALLOC(PT_6_1, "__alloc_pages"),
 	PT_TP(PT_6_1, "mm_page_alloc", pt_tp_alloc),
-	PT_KP_BREAKPOINT(PT_6_1, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
+	PT_KP(PT_6_1, PT_ON_ALL, "split_map_pages", pt_split_map_pages),
 	PT_KP(PT_6_1, PT_ON_KPROBE, "free_pcp_prepare", pt_free),
 	PT_KP(PT_6_1, PT_ON_KPROBE, "__free_pages_ok", pt_free),
 	PT_TP(PT_6_1, "mm_page_free", pt_tp_free),
