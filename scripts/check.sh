@@ -196,13 +196,17 @@ klog rmmod
 # The stack dump of an OOM kill report (invoked oom-killer ... Killed
 # process) is expected under memory pressure; any other Call Trace is not.
 # Lockdep reports start with "WARNING:" or "BUG:", or "INFO:" (e.g. "INFO:
-# trying to register non-static key"), as do RCU stalls and hung tasks;
-# debugobjects reports start with "ODEBUG:".
+# trying to register non-static key"), as do RCU stalls and hung tasks,
+# and the validator says when it turns itself off; debugobjects reports
+# start with "ODEBUG:".  The frames of a backtrace ("? lockdep_foo+0x1/0x2")
+# count only through their Call Trace line: a function's name may hold any
+# of these words.
 splats=$(awk '
 	/^### / { step = $2; next }
 	/invoked oom-killer:/ { oom = 1 }
 	/Killed process|Out of memory/ { oom = 0 }
-	/BUG:|WARNING:|INFO:|ODEBUG:|Oops|KASAN|lockdep|possible recursive locking|possible circular locking|sleeping function called from invalid context|suspicious RCU usage|general protection|list_(add|del) corruption/ { print step ": " $0; next }
+	/^\[[ 0-9.]*\] +(\? )?[^ ]+\+0x[0-9a-f]+\/0x[0-9a-f]+( \[[^]]*\])?$/ { next }
+	/BUG:|WARNING:|INFO:|ODEBUG:|Oops|KASAN|locking correctness validator|possible recursive locking|possible circular locking|sleeping function called from invalid context|suspicious RCU usage|general protection|list_(add|del) corruption/ { print step ": " $0; next }
 	/Call Trace/ && !oom { print step ": " $0 }' $K)
 if [ -z "$splats" ]; then
 	echo "ok 3 dmesg has no splats" >>$V

@@ -258,10 +258,35 @@ int pt_st_kmsg_open(void)
 	return fd;
 }
 
+/*
+ * A frame of a backtrace, "  ? lockdep_hardirqs_on+0x7d/0x100 [mod]": its
+ * function's name may hold any of the words below (a debug kernel's OOM
+ * report shows lockdep_* and kasan_* frames), so frames count only
+ * through the "Call Trace" line that heads them.
+ */
+static bool pt_st_kmsg_frame(const char *msg)
+{
+	const char *end, *plus;
+
+	msg += strspn(msg, " ");
+	if (!strncmp(msg, "? ", 2))
+		msg += 2;
+	end = msg + strcspn(msg, " \n");
+	plus = strstr(msg, "+0x");
+	return plus && plus < end && strstr(plus, "/0x") &&
+	       strstr(plus, "/0x") < end;
+}
+
 int pt_st_kmsg_splats(int fd, char *out, size_t len)
 {
+	/*
+	 * Lockdep reports start with "WARNING:", "BUG:" or "INFO:", and the
+	 * validator says so when it turns itself off; RCU stalls start with
+	 * "INFO:" too, debugobjects reports with "ODEBUG:".
+	 */
 	static const char *const bad[] = {
-		"BUG:", "WARNING:", "Oops", "KASAN", "lockdep",
+		"BUG:", "WARNING:", "INFO:", "ODEBUG:", "Oops", "KASAN",
+		"locking correctness validator",
 		"possible recursive locking", "possible circular locking",
 		"sleeping function called from invalid context",
 		"suspicious RCU usage", "Call Trace", "general protection",
@@ -294,6 +319,8 @@ int pt_st_kmsg_splats(int fd, char *out, size_t len)
 			oom = true;
 		else if (strstr(msg, "Killed process") || strstr(msg, "Out of memory"))
 			oom = false;
+		if (pt_st_kmsg_frame(msg))
+			continue;
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			if (!strstr(msg, bad[i]) ||
 			    (oom && !strcmp(bad[i], "Call Trace")))
