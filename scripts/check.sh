@@ -170,7 +170,8 @@ echo "kernel: $(uname -r)"
 # the step it showed up in.
 K=$R/dmesg.txt
 : >$K
-klog() { echo "### $1" >>$K; dmesg -c >>$K; }
+# klog STEP [SECONDS]: the log since the last step, under "### STEP SECONDS"
+klog() { echo "### $1 ${2:-}" >>$K; dmesg -c >>$K; }
 klog boot
 V=$R/vm.ktap
 printf 'TAP version 13\n1..3\n' >$V
@@ -182,8 +183,10 @@ fi
 klog insmod
 for t in $TESTS; do
 	echo "# running $t (timeout ${T}s)"
+	t0=$(date +%s)
 	{ timeout $T $H/tests/$t; echo $? >$R/$t.rc; } 2>&1 | tee $R/$t.ktap
-	klog $t
+	echo "# $t took $(($(date +%s) - t0)) s"
+	klog $t "$(($(date +%s) - t0))s"
 done
 if ! grep -q '^pagetrace ' /proc/modules; then
 	echo "ok 2 rmmod pagetrace # SKIP not loaded" >>$V
@@ -219,6 +222,15 @@ sync
 EOF
 }
 
+# test_times PREFIX RESULTS: how long each test binary ran in the VM.
+test_times() {
+	local times
+	times=$(awk '/^### .* [0-9]+s$/ { printf "%s%s %s", sep, $2, $3; sep = ", " }' \
+		"$2/dmesg.txt" 2>/dev/null)
+	[ -n "$times" ] && echo "$1 # test times: $times"
+	return 0
+}
+
 # run_vm PREFIX SHARE VM-RUN-ARGS...: boot, then emit every result.
 run_vm() {
 	local P=$1 S=$2 vm_rc=0 t0=$SECONDS why R t rc
@@ -238,6 +250,7 @@ run_vm() {
 	R=$S/results
 	[ -f "$R/vm.ktap" ] || : >"$R/vm.ktap"
 	emit "$P" vm 0 <"$R/vm.ktap"
+	test_times "$P" "$R"
 	for t in "${TESTS[@]}"; do
 		echo "$P # $t"
 		[ -f "$R/$t.ktap" ] || : >"$R/$t.ktap"
@@ -331,6 +344,7 @@ for flavour in $KERNELS; do
 	R=$S/results
 	[ -f "$R/vm.ktap" ] || : >"$R/vm.ktap"
 	emit "$P" vm 0 <"$R/vm.ktap"
+	test_times "$P" "$R"
 	for t in "${TESTS[@]}"; do
 		echo "$P # $t"
 		[ -f "$R/$t.ktap" ] || : >"$R/$t.ktap"
