@@ -244,6 +244,8 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 		evs[n].chunk_flags = 0;
 		evs[n].type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
 		evs[n].__pad = 0;
+		evs[n].stack = 0;
+		evs[n].__pad2 = 0;
 		if (evs[n].time_ns > r->last_ns)
 			r->last_ns = evs[n].time_ns;
 		r->cnt.events++;

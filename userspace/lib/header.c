@@ -38,6 +38,21 @@ ssize_t pt_fill(struct pt_reader *r, size_t need)
 
 	if (have >= need || r->eof)
 		return have;
+	if (need > r->cap) {
+		/*
+		 * A stack definition or a symbol entry may be longer than a
+		 * small buffer: grow it to the longest such piece (a few
+		 * hundred bytes) rather than fail.
+		 */
+		size_t cap = (need + 7) & ~(size_t)7;
+		unsigned char *b = realloc(r->buf, cap);
+
+		if (!b)
+			return pt_set_error(r, -ENOMEM, r->buf_off + r->pos,
+					    "no memory for a %zu byte buffer", cap);
+		r->buf = b;
+		r->cap = cap;
+	}
 	if (r->pos) {
 		memmove(r->buf, r->buf + r->pos, have);
 		r->buf_off += r->pos;
@@ -222,6 +237,20 @@ static int parse_records(struct pt_reader *r, const unsigned char *p, size_t len
 			r->session.flush_ms = pt_load32(pl + 8);
 			r->has_session = true;
 			break;
+		case PAGETRACE_REC_STACKS: {
+			int ret = pt_parse_stacks_rec(r, pl, size, off);
+
+			if (ret)
+				return ret;
+			break;
+		}
+		case PAGETRACE_REC_FILTER: {
+			int ret = pt_parse_filter_rec(r, pl, size, off);
+
+			if (ret)
+				return ret;
+			break;
+		}
 		default:
 			/* Unknown types are skipped, as the uapi asks. */
 			break;
@@ -230,6 +259,17 @@ static int parse_records(struct pt_reader *r, const unsigned char *p, size_t len
 		len -= 8 + padded;
 		off += 8 + padded;
 	}
+	/* The flags and the records that explain them go together. */
+	if (!(r->hdr.flags & PAGETRACE_FLAG_STACKS) != !r->has_stacks_rec)
+		return pt_set_error(r, -EBADMSG, offsetof(struct pagetrace_header, flags),
+				    r->has_stacks_rec ?
+				    "stacks record without PAGETRACE_FLAG_STACKS" :
+				    "PAGETRACE_FLAG_STACKS without a stacks record");
+	if (!(r->hdr.flags & PAGETRACE_FLAG_FILTERED) != !r->has_filter_rec)
+		return pt_set_error(r, -EBADMSG, offsetof(struct pagetrace_header, flags),
+				    r->has_filter_rec ?
+				    "filter record without PAGETRACE_FLAG_FILTERED" :
+				    "PAGETRACE_FLAG_FILTERED without a filter record");
 	return 0;
 }
 
@@ -368,6 +408,7 @@ void pt_reader_close(struct pt_reader *r)
 	free(r->zones);
 	free(r->cpus);
 	pt_names_free(r);
+	pt_stacks_free(r);
 	free(r);
 }
 

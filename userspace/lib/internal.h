@@ -83,6 +83,28 @@ struct pt_reader {
 	unsigned int		nr_names;
 	uint64_t		names_dropped;	/* new tgids past the limit */
 
+	/* Header records of sampled stacks and filters (stacks.c). */
+	struct pagetrace_rec_stacks stacks_rec;
+	struct pagetrace_rec_filter filter_rec;
+	bool			has_stacks_rec;
+	bool			has_filter_rec;
+	/* The chunk being decoded is a symbol chunk. */
+	bool			in_symbols;
+
+	/* Stack ids -> frames, open addressing; frames in the arena. */
+	struct pt_stack		*stacks;
+	unsigned int		stacks_cap;	/* slots, a power of 2 or 0 */
+	/* Ids defined in the current chunk: slots whose gen is chunk_gen. */
+	struct pt_defined	*defined;
+	unsigned int		defined_cap;
+	unsigned int		nr_defined;
+	uint32_t		chunk_gen;
+	/* Address -> name from symbol chunks, open addressing. */
+	struct pt_sym		*syms;
+	unsigned int		syms_cap;
+	unsigned int		nr_syms;
+	struct pt_arena		*arena;
+
 	pt_chunk_cb		chunk_cb;
 	void			*chunk_cb_arg;
 	struct pt_reader_counters cnt;
@@ -93,6 +115,45 @@ struct pt_name {
 	bool		used;
 	char		comm[PAGETRACE_COMM_LEN + 1];
 };
+
+struct pt_stack {
+	uint64_t	*frames;	/* NULL: slot unused */
+	uint32_t	id;
+	uint8_t		depth;
+	bool		cut;
+};
+
+struct pt_defined {
+	uint32_t	id;
+	uint32_t	gen;
+};
+
+struct pt_sym {
+	uint64_t	addr;
+	const char	*name;		/* NULL: slot unused */
+	uint64_t	offset;
+};
+
+/* Memory handed out in blocks that never move, freed all at once. */
+struct pt_arena;
+void *pt_arena_alloc(struct pt_arena **a, size_t n);
+void pt_arena_free(struct pt_arena **a);
+
+/*
+ * A stack word at @p (stacks.c): a DEF and its FRAME words, or a SAMPLE
+ * and the event word after it (returned in *@sample: the id, or
+ * PT_STACK_UNKNOWN for 0, and the event is left to the caller).  Same
+ * @navail, @left and return as decode_name().
+ */
+int pt_decode_stack(struct pt_reader *r, const unsigned char *p, uint64_t navail,
+		    uint64_t left, uint64_t off, uint32_t *sample);
+/* Entries of a symbol chunk that are in the buffer: 0 or an error. */
+int pt_decode_symbols(struct pt_reader *r);
+int pt_parse_stacks_rec(struct pt_reader *r, const unsigned char *pl, uint32_t size,
+			uint64_t off);
+int pt_parse_filter_rec(struct pt_reader *r, const unsigned char *pl, uint32_t size,
+			uint64_t off);
+void pt_stacks_free(struct pt_reader *r);
 
 /* Remember @comm (PAGETRACE_COMM_LEN bytes) as the name of @tgid. */
 void pt_set_name(struct pt_reader *r, uint32_t tgid, const unsigned char *comm);

@@ -33,6 +33,8 @@ enum pt_event_type {
 };
 
 #define PT_TASK_UNKNOWN		(-1)
+/* pt_event.stack of a sampled allocation whose stack is not known (id 0). */
+#define PT_STACK_UNKNOWN	UINT32_MAX
 
 /**
  * struct pt_event - one decoded event
@@ -45,6 +47,9 @@ enum pt_event_type {
  * @cpu: the CPU that logged it
  * @chunk_flags: PAGETRACE_CHUNK_* of its chunk
  * @type: enum pt_event_type
+ * @stack: 0 if the event was not sampled for its call stack (every event
+ *	   but sampled allocations); else the stack id of its SAMPLE word
+ *	   (see pt_reader_stack()), PT_STACK_UNKNOWN when that id was 0
  */
 struct pt_event {
 	uint64_t	time_ns;
@@ -57,6 +62,8 @@ struct pt_event {
 	uint16_t	chunk_flags;
 	uint8_t		type;
 	uint8_t		__pad;
+	uint32_t	stack;
+	uint32_t	__pad2;
 };
 
 /**
@@ -87,6 +94,14 @@ struct pt_reader_counters {
 	uint64_t	events;		/* alloc/free/reclaim events returned */
 	uint64_t	tasks;		/* task records passed */
 	uint64_t	bytes;		/* stream bytes consumed */
+	uint64_t	samples;	/* SAMPLE words (sampled allocations) */
+	uint64_t	samples_unknown; /* of those, with stack id 0 */
+	uint64_t	stack_defs;	/* DEF words (with their FRAME words) */
+	uint64_t	stacks;		/* distinct stack ids in the table */
+	uint64_t	stacks_dropped;	/* DEFs of new ids past PT_READER_MAX_STACKS */
+	uint64_t	symbol_chunks;	/* PAGETRACE_CHUNK_SYMBOLS chunks */
+	uint64_t	symbols;	/* their entries */
+	uint64_t	symbols_dropped; /* entries past PT_READER_MAX_SYMBOLS */
 };
 
 /* pt_reader_params.flags */
@@ -265,6 +280,118 @@ const struct pt_reader_counters *pt_reader_counters(const struct pt_reader *r);
 const char *pt_reader_task_name(const struct pt_reader *r, int64_t tgid);
 /* New tgids whose names found the table full. */
 uint64_t pt_reader_names_dropped(const struct pt_reader *r);
+
+/*
+ * Sampled call stacks (PAGETRACE_FLAG_STACKS).  The reader checks every
+ * stack word and keeps a table of the stacks the stream defined so far:
+ * stack id -> frames.  The table holds at most PT_READER_MAX_STACKS ids
+ * (about 0.5 KiB each at the most, 64 frames); definitions of further new
+ * ids are still checked within their chunk but not kept, and counted in
+ * pt_reader_counters()->stacks_dropped.  A definition of an id the table
+ * holds must repeat its frames exactly, else the stream is corrupt
+ * (-EBADMSG).
+ */
+#define PT_READER_MAX_STACKS	(1U << 20)
+
+/* The stacks header record in host byte order, or NULL without one. */
+const struct pagetrace_rec_stacks *pt_reader_stacks(const struct pt_reader *r);
+/* The filter header record in host byte order, or NULL without one. */
+const struct pagetrace_rec_filter *pt_reader_filter(const struct pt_reader *r);
+
+/*
+ * pt_reader_stack() - the frames of stack @id
+ *
+ * *@frames points at the addresses (valid until the reader is closed),
+ * innermost first; *@cut (if not NULL) is set to 1 when the stack was cut
+ * at max_depth, else 0.
+ *
+ * Return: the depth (1 .. PAGETRACE_STACK_MAX_DEPTH), or -ENOENT if the
+ * stream has not defined @id so far (or its definition was dropped).
+ */
+int pt_reader_stack(const struct pt_reader *r, uint32_t id, const uint64_t **frames,
+		    int *cut);
+
+/*
+ * pt_reader_stack_addrs() - every frame address of the stacks in the table
+ *
+ * Sorted, each once, in a malloc'ed array (*@addrs, free() it; NULL when
+ * there are none) of *@n entries.  Decode the stream to its end first.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int pt_reader_stack_addrs(const struct pt_reader *r, uint64_t **addrs, size_t *n);
+
+/*
+ * Symbol chunks (PAGETRACE_CHUNK_SYMBOLS) may come anywhere after the
+ * header.  The reader checks their entries, returns no events for them and
+ * leaves them out of the chunk counts, seq checks and chunk callback; it
+ * keeps at most PT_READER_MAX_SYMBOLS entries (later ones are counted in
+ * symbols_dropped).  An address named twice is a corrupt stream.
+ */
+#define PT_READER_MAX_SYMBOLS	(1U << 20)
+
+/*
+ * pt_reader_symbol() - the name of the code at @addr
+ *
+ * From the symbol chunks decoded so far.  *@offset (if not NULL) is set to
+ * @addr's offset from the start of its function.
+ *
+ * Return: the name ("function" or "function [module]", valid until the
+ * reader is closed), or NULL if no entry names @addr.
+ */
+const char *pt_reader_symbol(const struct pt_reader *r, uint64_t addr, uint64_t *offset);
+
+/*
+ * Kernel symbols from a kallsyms file (the format of /proc/kallsyms:
+ * "ADDRESS TYPE NAME" and, for module symbols, "\t[MODULE]"), to name the
+ * frames of a trace.  Only text symbols count (types t, T, w, W).
+ */
+struct pt_kallsyms;
+
+/*
+ * pt_kallsyms_open() - read a kallsyms file from @fd (not closed)
+ *
+ * Return: 0 with *@out set; -EPERM if every address is 0 (the file was read
+ * without the right to see addresses: kptr_restrict, not root), -ENODATA
+ * if it has no text symbol, -ENOMEM, or -errno of a read error.
+ */
+int pt_kallsyms_open(struct pt_kallsyms **out, int fd);
+void pt_kallsyms_close(struct pt_kallsyms *k);
+
+/*
+ * pt_kallsyms_check() - is @k the symbol table of the kernel that traced?
+ *
+ * The address of @st's anchor_name in @k must be @st->anchor_addr.
+ *
+ * Return: 0 if so, -ESTALE if it differs (another boot or another kernel:
+ * KASLR moves the addresses), -ENOENT if @k has no such symbol, -EINVAL if
+ * the record names none.
+ */
+int pt_kallsyms_check(const struct pt_kallsyms *k, const struct pagetrace_rec_stacks *st);
+
+/*
+ * pt_kallsyms_lookup() - the text symbol at or before @addr
+ *
+ * Return: its name ("function" or "function [module]", valid until @k is
+ * closed) with *@offset (if not NULL) set to @addr minus its address, or
+ * NULL if no text symbol lies at or before @addr within 4 GiB.
+ */
+const char *pt_kallsyms_lookup(const struct pt_kallsyms *k, uint64_t addr,
+			       uint64_t *offset);
+
+/*
+ * pt_symbol_chunks() - symbol chunks naming @n addresses
+ *
+ * Builds, in a malloc'ed buffer (*@buf, free() it; *@len bytes), the
+ * PAGETRACE_CHUNK_SYMBOLS chunks that name each of @addrs that @k knows
+ * (the others are left out; duplicates are named once), ready to be
+ * appended to the trace.  Each chunk holds at most 65536 words.
+ *
+ * Return: the number of addresses named (0: *@buf is NULL, *@len 0), or
+ * -ENOMEM.
+ */
+int pt_symbol_chunks(const struct pt_kallsyms *k, const uint64_t *addrs, size_t n,
+		     void **buf, size_t *len);
 
 /* The last error: "offset N: what was wrong", or "" if there was none. */
 const char *pt_reader_error(const struct pt_reader *r);

@@ -54,6 +54,48 @@ static void end_chunk(struct pt_reader *r)
 		r->cpus[r->chunk.cpu].last_ns = r->last_ns;
 }
 
+/*
+ * The chunk header at buf + pos (fields in r->chunk) is a symbol chunk's:
+ * check it and read all its entries.  Returns 0 or an error.
+ */
+static int symbol_chunk(struct pt_reader *r, uint32_t reserved)
+{
+	const struct pt_chunk *c = &r->chunk;
+	int ret;
+
+	if (c->flags != PAGETRACE_CHUNK_SYMBOLS || c->cpu || c->seq || c->lost || reserved)
+		return pt_set_error(r, -EBADMSG, c->offset,
+				    "symbol chunk has flags 0x%x cpu %u seq %llu lost %llu reserved 0x%x, expected 0x%llx and zeroes",
+				    c->flags, c->cpu, (unsigned long long)c->seq,
+				    (unsigned long long)c->lost, reserved,
+				    (unsigned long long)PAGETRACE_CHUNK_SYMBOLS);
+	if (c->nr_words < 3)
+		return pt_set_error(r, -EBADMSG, c->offset,
+				    "symbol chunk has %u words, need at least 3 (one entry)",
+				    c->nr_words);
+	r->pos += CHUNK_HDR;
+	r->words_left = c->nr_words;
+	r->in_symbols = true;
+	r->want = 8;
+	r->cnt.symbol_chunks++;
+	r->cnt.bytes += CHUNK_HDR + 8ULL * c->nr_words;
+	while (r->words_left) {
+		if (r->len - r->pos < r->want) {
+			ssize_t have = pt_fill(r, r->want);
+
+			if (have < 0)
+				return (int)have;
+			if ((size_t)have < r->want)
+				return truncated_chunk(r);
+		}
+		r->want = 8;
+		ret = pt_decode_symbols(r);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* Returns 1 with a chunk started, 0 at a clean end, or an error. */
 static int start_chunk(struct pt_reader *r)
 {
@@ -65,7 +107,9 @@ static int start_chunk(struct pt_reader *r)
 	uint32_t reserved;
 	bool snap;
 	ssize_t have;
+	int ret;
 
+again:
 	have = pt_fill(r, CHUNK_HDR + 16);
 	if (have < 0)
 		return have;
@@ -94,6 +138,13 @@ static int start_chunk(struct pt_reader *r)
 	c->lost = pt_load64(p + offsetof(struct pagetrace_chunk, lost));
 	c->missing = 0;
 	snap = c->flags & PAGETRACE_CHUNK_SNAPSHOT;
+
+	if (c->flags & PAGETRACE_CHUNK_SYMBOLS) {
+		ret = symbol_chunk(r, reserved);
+		if (ret)
+			return ret;
+		goto again;
+	}
 
 	if (c->cpu >= h->nr_cpus)
 		return pt_set_error(r, -EBADMSG, off, "chunk cpu %u >= nr_cpus %u",
@@ -171,12 +222,18 @@ static int start_chunk(struct pt_reader *r)
 	c->time_ns = base;
 	r->task = PT_TASK_UNKNOWN;
 	r->want = 8;
+	/* A new generation of the ids defined in this chunk. */
+	r->nr_defined = 0;
+	if (!++r->chunk_gen) {
+		if (r->defined_cap)
+			memset(r->defined, 0, r->defined_cap * sizeof(*r->defined));
+		r->chunk_gen = 1;
+	}
 	if (!r->words_left)
 		end_chunk(r);
 
 	if (r->chunk_cb) {
-		int ret = r->chunk_cb(c, r->chunk_cb_arg);
-
+		ret = r->chunk_cb(c, r->chunk_cb_arg);
 		if (ret < 0) {
 			r->err = ret;
 			snprintf(r->errmsg, sizeof(r->errmsg),
@@ -195,7 +252,7 @@ static int start_chunk(struct pt_reader *r)
 static __attribute__((always_inline)) inline void
 put_event(void *out, unsigned int k, const bool compact, uint64_t w,
 	  uint64_t t, uint64_t npages, uint64_t offset, uint64_t seq,
-	  int64_t task, uint32_t cpu, uint16_t cflags)
+	  int64_t task, uint32_t cpu, uint16_t cflags, uint32_t stack)
 {
 	if (compact) {
 		struct pt_cevent *ce = (struct pt_cevent *)out + k;
@@ -216,6 +273,8 @@ put_event(void *out, unsigned int k, const bool compact, uint64_t w,
 		ev->chunk_flags = cflags;
 		ev->type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
 		ev->__pad = 0;
+		ev->stack = stack;
+		ev->__pad2 = 0;
 	}
 }
 
@@ -286,6 +345,7 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 	int64_t task = r->task;
 	unsigned int k = *n, k0 = *n, ktasks = 0;
 	uint64_t i = 0, ntasks = 0;
+	uint32_t stack = 0;
 	int ret = 0;
 
 	if (navail > left)
@@ -309,7 +369,7 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 				     ((w & PAGETRACE_LARGE) != 0) | (np == 0) | (t < last)))
 				break;
 			put_event(out, k, compact, w, t, np, cur_off(r) + 8 * i,
-				  seq, task, cpu, cflags);
+				  seq, task, cpu, cflags, 0);
 			last = t;
 			k++;
 			i++;
@@ -317,7 +377,7 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 		if (!(i < navail && k < max))
 			break;
 		w = pt_load64(p + 8 * i);
-
+event:
 		if (likely(w & PAGETRACE_TYPE_MASK)) {
 			uint64_t npages = pagetrace_word_npages(w);
 			uint64_t t = base + pagetrace_word_delta_ns(w);
@@ -375,11 +435,28 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 			}
 			last = t;
 			put_event(out, k, compact, w, t, npages, cur_off(r) + 8 * at,
-				  seq, task, cpu, cflags);
+				  seq, task, cpu, cflags, stack);
+			stack = 0;
 			k++;
 		} else if (w & PAGETRACE_IS_PID) {
 			uint64_t id = pagetrace_word_id(w);
 
+			if (pagetrace_word_is_stack(w)) {
+				int got = pt_decode_stack(r, p + 8 * i, navail - i, left - i,
+							  cur_off(r) + 8 * i, &stack);
+
+				if (got <= 0) {
+					ret = got;
+					break;
+				}
+				i += got;
+				if (stack) {
+					/* A SAMPLE: its event is in the buffer. */
+					w = pt_load64(p + 8 * i);
+					goto event;
+				}
+				continue;
+			}
 			if (pagetrace_word_is_name(w)) {
 				int got = decode_name(r, p + 8 * i, navail - i, left - i,
 						      cur_off(r) + 8 * i);
@@ -413,6 +490,8 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 				ev->chunk_flags = cflags;
 				ev->type = PT_EV_TASK;
 				ev->__pad = 0;
+				ev->stack = 0;
+				ev->__pad2 = 0;
 				ktasks++;
 			}
 			i++;

@@ -122,6 +122,28 @@ void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_
 		put_record(s, PAGETRACE_REC_ZONE, &z, sizeof(z));
 	}
 	put_record(s, PAGETRACE_REC_SESSION, &ses, sizeof(ses));
+	if (flags & PAGETRACE_FLAG_STACKS) {
+		struct pagetrace_rec_stacks st = {
+			.rate = htole32(SYNTH_RATE),
+			.max_depth = htole32(PAGETRACE_STACK_MAX_DEPTH),
+			.anchor_addr = htole64(SYNTH_ANCHOR_ADDR),
+			.anchor_name = SYNTH_ANCHOR_NAME,
+		};
+
+		s->stacks_rec_off = s->len + 8;
+		put_record(s, PAGETRACE_REC_STACKS, &st, sizeof(st));
+	}
+	if (flags & PAGETRACE_FLAG_FILTERED) {
+		struct pagetrace_rec_filter f = {
+			.types = htole32(1U << PAGETRACE_EV_ALLOC | 1U << PAGETRACE_EV_FREE),
+			.orders = htole64(0xf),
+			.nodes = { htole64(1) },
+			.cgroup_id = htole64(1234),
+		};
+
+		s->filter_rec_off = s->len + 8;
+		put_record(s, PAGETRACE_REC_FILTER, &f, sizeof(f));
+	}
 	put_record(s, PAGETRACE_REC_END, NULL, 0);
 	h->header_size = s->len - hdr_start;
 	{
@@ -286,6 +308,65 @@ void synth_name(struct synth *s, unsigned int cpu, uint32_t tgid, const char *co
 		c->words[c->nr++] = pagetrace_name_word(i, b);
 	c->words[c->nr++] = pagetrace_task_word(tgid);
 	c->task = tgid;
+}
+
+void synth_stack_def(struct synth *s, unsigned int cpu, uint32_t id, unsigned int depth,
+		     bool cut, const uint64_t *frames)
+{
+	struct synth_cpu *c = &s->cpus[cpu];
+
+	/* Room for the SAMPLE and a large event (and a sync) after it. */
+	reserve(s, cpu, c->last, depth + 1 + 4);
+	c->words[c->nr++] = pagetrace_stack_def_word(id, depth, cut);
+	for (unsigned int i = 0; i < depth; i++)
+		c->words[c->nr++] = pagetrace_frame_word(frames[i]);
+}
+
+void synth_sample(struct synth *s, unsigned int cpu, uint64_t t, uint32_t id,
+		  uint64_t pfn, uint64_t npages)
+{
+	struct synth_cpu *c = &s->cpus[cpu];
+	unsigned int nr;
+
+	if (t < c->last)
+		t = c->last;
+	/* A sync (if due) must come before the SAMPLE, not between. */
+	reserve(s, cpu, t, 4);
+	if (t - c->base >= PAGETRACE_TIME_MAX_DELTA) {
+		c->words[c->nr++] = pagetrace_sync_word(t);
+		c->base = t & ~((1ULL << PAGETRACE_TIME_LOST_BITS) - 1);
+		s->nsyncs++;
+	}
+	c->words[c->nr++] = pagetrace_sample_word(id);
+	nr = c->nr;
+	synth_event(s, cpu, t, PAGETRACE_EV_ALLOC, pfn, npages);
+	/* synth_event() found room and needed no sync: same chunk, next word. */
+	if (c->nr <= nr)
+		abort();
+	c->pending[c->npending - 1].stack = id ? id : PT_STACK_UNKNOWN;
+}
+
+void synth_symbols(struct synth *s, unsigned int n, const uint64_t *addrs,
+		   const char *const *names, const uint64_t *offsets)
+{
+	uint64_t *w = NULL;
+	unsigned int nw = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		size_t len = strlen(names[i]), k = (len + 7) / 8;
+
+		w = xrealloc(w, (nw + 2 + k) * 8);
+		w[nw++] = addrs[i];
+		w[nw++] = len | offsets[i] << PAGETRACE_SYM_OFFSET_SHIFT;
+		memset(w + nw, 0, 8 * k);
+		memcpy(w + nw, names[i], len);
+		/* synth_put_chunk() stores words little-endian. */
+		for (size_t j = 0; j < k; j++)
+			w[nw + j] = le64toh(w[nw + j]);
+		nw += k;
+	}
+	synth_put_chunk(s, 0, PAGETRACE_CHUNK_SYMBOLS, 0, 0, w, nw);
+	free(w);
 }
 
 int synth_write_slowly(int fd, const void *buf, size_t len, unsigned int max_piece,

@@ -37,7 +37,19 @@ struct synth {
 	size_t		nexp;
 	size_t		capexp;
 	uint64_t	nsyncs;		/* sync words written after word 1 */
+	/* Offsets of the stacks and filter records' payloads, 0 if none. */
+	size_t		stacks_rec_off;
+	size_t		filter_rec_off;
 };
+
+/*
+ * With PAGETRACE_FLAG_STACKS in the flags, the header gets this stacks
+ * record; with PAGETRACE_FLAG_FILTERED, a filter record keeping allocs
+ * and frees of orders 0..3 on node 0 of cgroup 1234.
+ */
+#define SYNTH_RATE		64
+#define SYNTH_ANCHOR_NAME	"_stext"
+#define SYNTH_ANCHOR_ADDR	0xffffffff81000000ULL
 
 /* A header with a release, one zone and a session record; start_ns = 1 s. */
 void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
@@ -61,6 +73,25 @@ void synth_flush(struct synth *s, unsigned int cpu, unsigned int flags);
 void synth_flush_all(struct synth *s);
 /* Start a snapshot chunk on @cpu; synth_flush() ends it. */
 void synth_snapshot(struct synth *s, unsigned int cpu);
+
+/* Define stack @id on @cpu: a DEF word and @depth FRAME words. */
+void synth_stack_def(struct synth *s, unsigned int cpu, uint32_t id, unsigned int depth,
+		     bool cut, const uint64_t *frames);
+/*
+ * A sampled allocation: a SAMPLE word naming stack @id (0: unknown) and
+ * the alloc event; the expected event has stack @id (PT_STACK_UNKNOWN
+ * for 0).  The stack must be defined in the CPU's open chunk, so
+ * synth_stack_def() and this should go in the same chunk (@room words
+ * are reserved by synth_stack_def for that).
+ */
+void synth_sample(struct synth *s, unsigned int cpu, uint64_t t, uint32_t id,
+		  uint64_t pfn, uint64_t npages);
+/*
+ * A symbol chunk naming @n addresses: @names[i] at @addrs[i], @offsets[i]
+ * bytes into its function.
+ */
+void synth_symbols(struct synth *s, unsigned int n, const uint64_t *addrs,
+		   const char *const *names, const uint64_t *offsets);
 
 /* Raw pieces, for corrupting. */
 void synth_put(struct synth *s, const void *p, size_t n);
