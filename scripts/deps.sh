@@ -43,6 +43,8 @@ install "${BASE[@]}"
 # Packaging: DKMS, dpkg-buildpackage and lintian, groff for the man page
 # checks (scripts/check-packaging.sh), debootstrap for `make check-deb`.
 install dkms dh-dkms debhelper lintian groff debootstrap
+# `go tool pprof` for the pagetrace pprof test (userspace/tests/test_pprof.c).
+install golang-go
 # The contenders of `make bench` (scripts/bench.sh), besides trace-cmd.
 install linux-perf bpftrace
 

@@ -15,6 +15,21 @@ int cmd_stats(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
+int cmd_pprof(int argc, char **argv);
+/*
+ * Append symbol chunks naming the stack frames of the trace at @path, from
+ * the kallsyms file @kallsyms (symbolize.c).  @from_record: quietly do
+ * nothing for traces without stacks, and word failures as warnings.
+ * Returns 0 or an exit code.
+ */
+int symbolize_file(const char *path, const char *kallsyms, bool from_record);
+/*
+ * Read the kallsyms file @path and check it against the trace's stacks
+ * record; prints why not unless @quiet.  0 with *@out set, or -errno.
+ */
+int open_kallsyms(const char *path, const struct pagetrace_rec_stacks *st,
+		  struct pt_kallsyms **out, bool quiet);
 /* stats --by task (bytask.c): print per-process totals; 0 or -errno. */
 int stats_by_task(struct pt_reader *r, const char *path, bool json);
 

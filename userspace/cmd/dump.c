@@ -14,9 +14,11 @@
 
 static void dump_usage(FILE *f)
 {
-	fprintf(f, "usage: pagetrace dump [-v] [-t] [--go] FILE\n"
+	fprintf(f, "usage: pagetrace dump [-v] [-t] [-S] [--go] FILE\n"
 		   "  -v, --verbose  also print the header, chunk boundaries and task records\n"
 		   "  -t, --tasks    end each event line with its task: tgid=N comm=NAME\n"
+		   "  -S, --stacks   after each sampled allocation (stack=ID), its frames:\n"
+		   "                 '#   0xADDRESS name+0xOFFSET' lines, innermost first\n"
 		   "  -g, --go       FILE is a Go runtime page trace (GODEBUG=pagetrace):\n"
 		   "                 lines show the P and the address instead of the PFN\n");
 }
@@ -37,6 +39,35 @@ static void print_task(const struct pt_reader *r, int64_t task)
 		else
 			printf("\\x%02x", *c);
 	}
+}
+
+/* Where names come from: a first pass over the file (symbols come last). */
+static struct pt_reader *sym_src;
+
+/*
+ * The frames of stack @id, innermost first, with the names of the trace's
+ * symbol chunks (for stdin, only those read so far).
+ */
+static void print_stack(const struct pt_reader *r, uint32_t id)
+{
+	const uint64_t *frames;
+	int cut, depth = pt_reader_stack(r, id, &frames, &cut);
+
+	if (depth < 0) {
+		printf("#   (stack not known)\n");
+		return;
+	}
+	for (int i = 0; i < depth; i++) {
+		uint64_t off;
+		const char *name = pt_reader_symbol(sym_src ? sym_src : r, frames[i], &off);
+
+		if (name)
+			printf("#   0x%016" PRIx64 " %s+0x%" PRIx64 "\n", frames[i], name, off);
+		else
+			printf("#   0x%016" PRIx64 "\n", frames[i]);
+	}
+	if (cut)
+		printf("#   (cut at max_depth)\n");
 }
 
 static int print_chunk(const struct pt_chunk *c, void *arg)
@@ -81,6 +112,7 @@ int cmd_dump(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "tasks", no_argument, NULL, 't' },
+		{ "stacks", no_argument, NULL, 'S' },
 		{ "go", no_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
@@ -88,18 +120,21 @@ int cmd_dump(int argc, char **argv)
 	static char obuf[1 << 16];
 	struct pt_reader *r;
 	struct pt_event ev;
-	bool verbose = false, go = false, tasks = false;
+	bool verbose = false, go = false, tasks = false, stacks = false;
 	const char *path;
 	uint64_t start;
-	int c, fd, ret;
+	int c, fd, sym_fd = -1, ret;
 
-	while ((c = getopt_long(argc, argv, "vtgh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vtSgh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
 			break;
 		case 't':
 			tasks = true;
+			break;
+		case 'S':
+			stacks = true;
 			break;
 		case 'g':
 			go = true;
@@ -122,6 +157,15 @@ int cmd_dump(int argc, char **argv)
 	r = open_trace(path, (verbose ? PT_READER_TASKS : 0) | (go ? PT_READER_GO : 0), &fd);
 	if (!r)
 		return EXIT_TRACE;
+	if (stacks && strcmp(path, "-")) {
+		struct pt_cevent ce[256];
+		const struct pt_chunk *ch;
+
+		sym_src = open_trace(path, 0, &sym_fd);
+		/* An error shows again in the main pass, after the events before it. */
+		while (sym_src && pt_reader_next_run(sym_src, ce, 256, &ch) > 0)
+			;
+	}
 	start = pt_reader_header(r)->start_ns;
 	if (verbose && go) {
 		printf("# go page trace: page_shift 13, start_ns=%llu (first buffer)\n",
@@ -148,9 +192,15 @@ int cmd_dump(int argc, char **argv)
 			       ev.cpu, pt_event_type_name(ev.type), ev.pfn, ev.npages);
 		if (go || ev.type == PT_EV_TASK)
 			continue;
+		if (ev.stack == PT_STACK_UNKNOWN)
+			printf(" stack=?");
+		else if (ev.stack)
+			printf(" stack=%u", ev.stack);
 		if (tasks)
 			print_task(r, ev.task);
 		putchar('\n');
+		if (stacks && ev.stack)
+			print_stack(r, ev.stack);
 	}
 	/* Events come first, so a pipe shows them before the error. */
 	if (fflush(stdout) || ferror(stdout)) {
@@ -161,5 +211,7 @@ int cmd_dump(int argc, char **argv)
 	if (ret < 0 && *pt_reader_error(r))
 		trace_error(path, r, ret);
 	close_trace(r, fd);
+	if (sym_src)
+		close_trace(sym_src, sym_fd);
 	return ret < 0 ? EXIT_TRACE : 0;
 }

@@ -16,6 +16,8 @@ static const struct {
 	{ "record", cmd_record, "record [-o FILE] [-d SECS] [--flight-recorder] [-- CMD]  record /dev/pagetrace (root)" },
 	{ "convert", cmd_convert, "convert --to csv|perfetto FILE   CSV or Chrome JSON trace events" },
 	{ "report", cmd_report, "report FILE -o report.html    one HTML page with figures" },
+	{ "symbolize", cmd_symbolize, "symbolize [--kallsyms PATH] FILE  append names of the stack frames" },
+	{ "pprof", cmd_pprof, "pprof FILE -o OUT.pb.gz [--kallsyms PATH]  sampled stacks for go tool pprof" },
 };
 
 static void usage(FILE *f)

@@ -879,6 +879,13 @@ stop:
 		fprintf(stderr, "pagetrace: %s: %s\n", r.path, strerror(errno));
 		ret = EXIT_TRACE;
 	}
+	/* Name the sampled stacks' frames while this kernel's symbols are at hand. */
+	if (!ret && r.out >= 0 && r.out != STDOUT_FILENO) {
+		struct stat st;
+
+		if (!fstat(r.out, &st) && S_ISREG(st.st_mode))
+			symbolize_file(r.path, "/proc/kallsyms", true);
+	}
 	if (r.child > 0) {
 		/* Stopped before the command ended: end it like timeout(1) does. */
 		kill(r.child, SIGTERM);
