@@ -45,7 +45,9 @@
  *                                              process name (comm); the
  *                                              slices of a name come right
  *                                              before the task record of
- *                                              the tgid they name
+ *                                              the tgid they name; with
+ *                                              bit 58 set, a stack word
+ *                                              (sampled call stacks)
  *
  * Every chunk starts with a pid word (its cpu) and a sync word.  A new sync
  * word follows whenever t - base reaches 2^23 ns.
@@ -73,6 +75,10 @@
 #define PAGETRACE_FLAG_SNAPSHOT		_BITUL(5)
 /* Header flags: chunks may carry task records. */
 #define PAGETRACE_FLAG_TASKS		_BITUL(6)
+/* Header flags: sampled allocations carry call stacks (REC_STACKS). */
+#define PAGETRACE_FLAG_STACKS		_BITUL(7)
+/* Header flags: only the events a filter kept were recorded (REC_FILTER). */
+#define PAGETRACE_FLAG_FILTERED		_BITUL(8)
 
 /**
  * struct pagetrace_header - the first 64 bytes of every stream
@@ -119,6 +125,8 @@ struct pagetrace_record {
 #define PAGETRACE_REC_ZONE	2	/* struct pagetrace_rec_zone */
 #define PAGETRACE_REC_SESSION	3	/* struct pagetrace_rec_session */
 #define PAGETRACE_REC_SNAPSHOT	4	/* struct pagetrace_rec_snapshot */
+#define PAGETRACE_REC_STACKS	5	/* struct pagetrace_rec_stacks */
+#define PAGETRACE_REC_FILTER	6	/* struct pagetrace_rec_filter */
 
 /**
  * struct pagetrace_rec_zone - one populated zone of one node
@@ -175,9 +183,59 @@ struct pagetrace_rec_snapshot {
 	__u64	reserved[4];
 };
 
+/**
+ * struct pagetrace_rec_stacks - how allocations were sampled for call stacks
+ * @rate: mean pages allocated between two samples, per CPU
+ * @max_depth: frames a stack holds at most (deeper ones are cut, outermost
+ *	       frames first)
+ * @anchor_addr: the run-time address of the function named @anchor_name,
+ *		 so that a symbol table (/proc/kallsyms) can be checked
+ *		 against the kernel that made the addresses
+ * @anchor_name: NUL-padded
+ * @reserved: 0
+ *
+ * Present when the header flags have PAGETRACE_FLAG_STACKS.
+ */
+struct pagetrace_rec_stacks {
+	__u32	rate;
+	__u32	max_depth;
+	__u64	anchor_addr;
+	__u8	anchor_name[32];
+	__u64	reserved[4];
+};
+
+/* struct pagetrace_rec_filter.nodes: bits for nodes 0 .. this - 1 */
+#define PAGETRACE_FILTER_NODES		1024
+
+/**
+ * struct pagetrace_rec_filter - which events the hooks kept
+ * @types: bit (1 << PAGETRACE_EV_*) set for each event type kept
+ * @reserved0: 0
+ * @orders: bit n set: events of order n kept (the order of an event of
+ *	    npages pages is log2 of npages rounded up)
+ * @nodes: bit n set: events of pages on NUMA node n kept
+ * @cgroup_id: 0, or only events of tasks in this cgroup (v2) or below it
+ *	       were kept, none from interrupts; the id is the cgroup
+ *	       directory's inode number
+ * @reserved: 0
+ *
+ * Present when the header flags have PAGETRACE_FLAG_FILTERED.  Snapshot
+ * chunks are filtered by node only.
+ */
+struct pagetrace_rec_filter {
+	__u32	types;
+	__u32	reserved0;
+	__u64	orders;
+	__u64	nodes[PAGETRACE_FILTER_NODES / 64];
+	__u64	cgroup_id;
+	__u64	reserved[4];
+};
+
 /* Chunk flags */
 #define PAGETRACE_CHUNK_FLUSHED		_BITUL(0)	/* closed early by a flush */
 #define PAGETRACE_CHUNK_SNAPSHOT	_BITUL(1)	/* memory map at session start */
+/* Symbol names for stack addresses; see "Symbol chunks" below. */
+#define PAGETRACE_CHUNK_SYMBOLS		_BITUL(2)
 
 /**
  * struct pagetrace_chunk - the 32-byte header of every chunk
@@ -242,6 +300,61 @@ struct pagetrace_chunk {
 #define PAGETRACE_NAME_MAX_SLICES	3	/* 16 bytes in slices of 7 */
 #define PAGETRACE_NAME_BYTES_MASK	((1ULL << PAGETRACE_NAME_INDEX_SHIFT) - 1)
 
+/*
+ * Sampled call stacks (PAGETRACE_FLAG_STACKS).  About one allocation in
+ * every rate pages of a CPU is sampled: the event word of a sampled
+ * allocation comes right after a stack word of kind SAMPLE that names its
+ * call stack.  A stack word is a pid word whose id has PAGETRACE_ID_STACK
+ * (and neither PAGETRACE_ID_TASK nor PAGETRACE_ID_NAME) set; bits 57..56
+ * of the id are its kind:
+ *
+ *   SAMPLE  bits 31..0: the stack id, 0 if the stack is not known (the
+ *           CPU's stack table was full); the next word of the chunk is
+ *           the sampled allocation's event word.
+ *   DEF     bits 31..0: a stack id (not 0); bits 39..32: depth, 1 ..
+ *           PAGETRACE_STACK_MAX_DEPTH; bit 40: the stack was cut at
+ *           max_depth.  Exactly depth FRAME words follow.
+ *   FRAME   bits 47..0: the low 48 bits of a code address (sign-extend
+ *           bit 47 for the address); the innermost frame comes first.
+ *
+ * Every chunk defines the stacks it refers to, before the first SAMPLE
+ * word that names them, so a chunk can be decoded alone.  A stack id
+ * means the same frames in every chunk of a session, on every CPU; one
+ * call stack may have several ids.  Other bits of the id are 0.
+ */
+#define PAGETRACE_ID_STACK		_BITULL(58)
+#define PAGETRACE_STACK_KIND_SHIFT	56
+#define PAGETRACE_STACK_KIND_MASK	0x3ULL
+#define PAGETRACE_STACK_SAMPLE		0U
+#define PAGETRACE_STACK_DEF		1U
+#define PAGETRACE_STACK_FRAME		2U
+#define PAGETRACE_STACK_ID_MASK		0xffffffffULL
+#define PAGETRACE_STACK_DEPTH_SHIFT	32
+#define PAGETRACE_STACK_DEPTH_MASK	0xffULL
+#define PAGETRACE_STACK_CUT		_BITULL(40)
+#define PAGETRACE_STACK_MAX_DEPTH	64
+#define PAGETRACE_STACK_ADDR_BITS	48
+#define PAGETRACE_STACK_ADDR_MASK	((1ULL << PAGETRACE_STACK_ADDR_BITS) - 1)
+
+/*
+ * Symbol chunks (chunk flag PAGETRACE_CHUNK_SYMBOLS; cpu 0, seq 0, lost 0,
+ * not part of any CPU's seq numbering) name the addresses of stack
+ * frames.  The kernel writes none: a recorder that knows the kernel's
+ * symbols (pagetrace record, pagetrace symbolize) appends them at the end
+ * of the stream.  Their words are entries, one after another:
+ *
+ *   word 0   the address (all 64 bits)
+ *   word 1   bits 15..0: the name's length in bytes, 1 ..
+ *            PAGETRACE_SYM_NAME_MAX; bits 47..16: the address's offset
+ *            from the start of its function; bits 63..48: 0
+ *   then     the name (the function, followed by " [module]" for module
+ *            code), NUL-padded to whole words
+ */
+#define PAGETRACE_SYM_LEN_MASK		0xffffULL
+#define PAGETRACE_SYM_OFFSET_SHIFT	16
+#define PAGETRACE_SYM_OFFSET_MASK	0xffffffffULL
+#define PAGETRACE_SYM_NAME_MAX		512
+
 /* Encoders.  t and base are ns on the trace clock, t >= base. */
 static inline __u64 pagetrace_sync_word(__u64 t)
 {
@@ -283,6 +396,35 @@ static inline unsigned int pagetrace_name_slices(unsigned int len)
 {
 	return len ? (len + PAGETRACE_NAME_SLICE_BYTES - 1) /
 		     PAGETRACE_NAME_SLICE_BYTES : 1;
+}
+
+/* A stack word: @kind PAGETRACE_STACK_*, @bits the kind's fields. */
+static inline __u64 pagetrace_stack_word(unsigned int kind, __u64 bits)
+{
+	return pagetrace_pid_word(PAGETRACE_ID_STACK |
+				  (__u64)kind << PAGETRACE_STACK_KIND_SHIFT |
+				  bits);
+}
+
+/* The stack of the next event (a sampled allocation) is stack @id. */
+static inline __u64 pagetrace_sample_word(__u32 id)
+{
+	return pagetrace_stack_word(PAGETRACE_STACK_SAMPLE, id);
+}
+
+/* Stack @id has @depth frames (the FRAME words that follow); @cut: cut. */
+static inline __u64 pagetrace_stack_def_word(__u32 id, unsigned int depth,
+					     int cut)
+{
+	return pagetrace_stack_word(PAGETRACE_STACK_DEF,
+				    (__u64)depth << PAGETRACE_STACK_DEPTH_SHIFT |
+				    (cut ? PAGETRACE_STACK_CUT : 0) | id);
+}
+
+static inline __u64 pagetrace_frame_word(__u64 addr)
+{
+	return pagetrace_stack_word(PAGETRACE_STACK_FRAME,
+				    addr & PAGETRACE_STACK_ADDR_MASK);
 }
 
 /*
@@ -364,6 +506,43 @@ static inline int pagetrace_word_name_bytes(__u64 w, __u8 *comm)
 	return 0;
 }
 
+/* A pid word that is a stack word (inside a chunk). */
+static inline int pagetrace_word_is_stack(__u64 w)
+{
+	return pagetrace_word_is_pid(w) &&
+	       (pagetrace_word_id(w) & (PAGETRACE_ID_TASK | PAGETRACE_ID_NAME |
+					PAGETRACE_ID_STACK)) == PAGETRACE_ID_STACK;
+}
+
+/* The kind of a stack word: PAGETRACE_STACK_*. */
+static inline unsigned int pagetrace_word_stack_kind(__u64 w)
+{
+	return (unsigned int)((pagetrace_word_id(w) >> PAGETRACE_STACK_KIND_SHIFT) &
+			      PAGETRACE_STACK_KIND_MASK);
+}
+
+/* The stack id of a SAMPLE or DEF word. */
+static inline __u32 pagetrace_word_stack_id(__u64 w)
+{
+	return (__u32)(pagetrace_word_id(w) & PAGETRACE_STACK_ID_MASK);
+}
+
+/* The depth of a DEF word. */
+static inline unsigned int pagetrace_word_stack_depth(__u64 w)
+{
+	return (unsigned int)((pagetrace_word_id(w) >> PAGETRACE_STACK_DEPTH_SHIFT) &
+			      PAGETRACE_STACK_DEPTH_MASK);
+}
+
+/* The address of a FRAME word, sign-extended from bit 47. */
+static inline __u64 pagetrace_word_frame_addr(__u64 w)
+{
+	__u64 a = pagetrace_word_id(w) & PAGETRACE_STACK_ADDR_MASK;
+	__u64 sign = 1ULL << (PAGETRACE_STACK_ADDR_BITS - 1);
+
+	return (a ^ sign) - sign;
+}
+
 /* The tgid of a task record. */
 static inline __u32 pagetrace_word_tgid(__u64 w)
 {
@@ -435,9 +614,13 @@ struct pagetrace_info {
  * @chunks: chunks completed (full or flushed)
  * @bytes: bytes of those chunks, chunk headers included
  * @attempts: hook hits that reached the writer, counted on entry, before
- *	      it decides to keep or drop the event: events + lost of all
- *	      CPUs = attempts of all CPUs + probe_missed of PAGETRACE_IOC_STATS
- * @reserved: 0
+ *	      it decides to keep, filter or drop the event: events + lost +
+ *	      filtered of all CPUs = attempts of all CPUs + probe_missed of
+ *	      PAGETRACE_IOC_STATS
+ * @filtered: events the session's filter left out (not lost: unwanted)
+ * @samples: allocations sampled for their call stack
+ * @stacks_unknown: samples whose stack found the CPU's table full (their
+ *		    SAMPLE word has stack id 0)
  */
 struct pagetrace_cpu_stats {
 	__u64	events;
@@ -445,7 +628,9 @@ struct pagetrace_cpu_stats {
 	__u64	chunks;
 	__u64	bytes;
 	__u64	attempts;
-	__u64	reserved[3];
+	__u64	filtered;
+	__u64	samples;
+	__u64	stacks_unknown;
 };
 
 /**
