@@ -233,6 +233,10 @@ static long pt_ioctl_stats(struct pt_session *sess, void __user *arg)
 			.chunks = READ_ONCE(sess->cpus[cpu].stats.chunks),
 			.bytes = READ_ONCE(sess->cpus[cpu].stats.bytes),
 			.attempts = READ_ONCE(sess->cpus[cpu].stats.attempts),
+			.filtered = READ_ONCE(sess->cpus[cpu].stats.filtered),
+			.samples = READ_ONCE(sess->cpus[cpu].stats.samples),
+			.stacks_unknown =
+				READ_ONCE(sess->cpus[cpu].stats.stacks_unknown),
 		};
 
 		if (copy_to_user(&ucpus[cpu], &s, sizeof(s)))

@@ -6,6 +6,8 @@
  *   REC_RELEASE   utsname release      what kernel the PFNs belong to
  *   REC_SESSION   nr_bufs, backend...  how the session was set up
  *   REC_SNAPSHOT  walk time, runs...   the memory map at start (if taken)
+ *   REC_STACKS    rate, anchor         how allocations are sampled (if so)
+ *   REC_FILTER    types, orders...     which events were kept (if filtered)
  *   REC_ZONE      one per populated zone, so decoders can map PFNs to
  *                 nodes and zones without /proc
  *   REC_END
@@ -96,6 +98,8 @@ int pt_header_build(struct pt_session *sess)
 	size = sizeof(*h) + pt_rec_space(strlen(release) + 1) +
 	       pt_rec_space(sizeof(info)) +
 	       pt_rec_space(sizeof(struct pagetrace_rec_snapshot)) +
+	       pt_rec_space(sizeof(struct pagetrace_rec_stacks)) +
+	       pt_rec_space(sizeof(struct pagetrace_rec_filter)) +
 	       (pt_nr_zones() + 4) * pt_rec_space(sizeof(struct pagetrace_rec_zone)) +
 	       pt_rec_space(0);
 	h = kzalloc(size, GFP_KERNEL);
@@ -127,6 +131,18 @@ int pt_header_build(struct pt_session *sess)
 		sess->snap_rec_off = pos + sizeof(struct pagetrace_record) -
 				     (void *)h;
 		pt_rec_put(&pos, PAGETRACE_REC_SNAPSHOT, &snap, sizeof(snap));
+	}
+	if (sess->header_flags & PAGETRACE_FLAG_STACKS) {
+		struct pagetrace_rec_stacks stacks;
+
+		pt_stacks_record(&stacks, sess->stack_rate);
+		pt_rec_put(&pos, PAGETRACE_REC_STACKS, &stacks, sizeof(stacks));
+	}
+	if (sess->header_flags & PAGETRACE_FLAG_FILTERED) {
+		struct pagetrace_rec_filter filter;
+
+		pt_filter_record(&sess->filter, &filter);
+		pt_rec_put(&pos, PAGETRACE_REC_FILTER, &filter, sizeof(filter));
 	}
 	while ((zone = pt_next_zone(zone))) {
 		struct pagetrace_rec_zone z = {

@@ -90,6 +90,13 @@ module_param_named(tasks, pt_tasks_on, bool, 0644);
 MODULE_PARM_DESC(tasks,
 		 "Record which process each event belongs to: task records and names (default 1)");
 
+/* Call stacks of about one allocation in this many pages (stacks.c). */
+unsigned int pt_stack_rate;
+static struct pt_uint_param pt_stack_rate_param = { &pt_stack_rate, 0, 1 << 20, 1 };
+module_param_cb(stack_rate, &pt_param_ops, &pt_stack_rate_param, 0644);
+MODULE_PARM_DESC(stack_rate,
+		 "Take the call stack of about one allocation in this many pages per CPU; 0: none (default 0)");
+
 /**
  * pt_session_start - set up buffers, header and probes for a new session
  * @out: the session, on success
@@ -111,11 +118,14 @@ int pt_session_start(struct pt_session **out)
 	sess->nr_bufs = READ_ONCE(pt_nr_bufs);
 	sess->flush_ms = READ_ONCE(pt_flush_ms);
 	sess->backend = pt_hooks_backend();
+	sess->stack_rate = READ_ONCE(pt_stack_rate);
 	sess->header_flags = PAGETRACE_CLOCK_LOCAL;
 	if (pt_snapshot_wanted())
 		sess->header_flags |= PAGETRACE_FLAG_SNAPSHOT;
 	if (READ_ONCE(pt_tasks_on))
 		sess->header_flags |= PAGETRACE_FLAG_TASKS;
+	if (sess->stack_rate)
+		sess->header_flags |= PAGETRACE_FLAG_STACKS;
 	sess->rd_cpu = -1;
 	mutex_init(&sess->read_lock);
 	mutex_init(&sess->flush_lock);
@@ -123,13 +133,21 @@ int pt_session_start(struct pt_session **out)
 	init_waitqueue_head(&sess->wq);
 	INIT_DELAYED_WORK(&sess->flush_work, pt_flush_work_fn);
 
-	ret = pt_buffers_alloc(sess);
+	ret = pt_filter_setup(&sess->filter);
 	if (ret)
 		goto free_session;
+	if (sess->filter.active)
+		sess->header_flags |= PAGETRACE_FLAG_FILTERED;
+	ret = pt_buffers_alloc(sess);
+	if (ret)
+		goto release_filter;
+	ret = pt_stacks_alloc(sess);
+	if (ret)
+		goto free_buffers;
 	/* The header's start time precedes every event. */
 	ret = pt_header_build(sess);
 	if (ret)
-		goto free_buffers;
+		goto free_stacks;
 	/* Moves the positions into the meta area, which copies the header. */
 	ret = pt_meta_init(sess);
 	if (ret)
@@ -161,8 +179,12 @@ clear_live:
 	synchronize_rcu();
 free_header:
 	kfree(sess->header);
+free_stacks:
+	pt_stacks_free(sess);
 free_buffers:
 	pt_buffers_free(sess);
+release_filter:
+	pt_filter_release(&sess->filter);
 free_session:
 	kfree(sess);
 	return ret;
@@ -209,7 +231,9 @@ unlock:
 void pt_session_free(struct pt_session *sess)
 {
 	pt_snapshot_free(sess);
+	pt_stacks_free(sess);
 	pt_buffers_free(sess);
+	pt_filter_release(&sess->filter);
 	kfree(sess->header);
 	kfree(sess);
 }

@@ -7,6 +7,8 @@
  *   hooks.c    the kernel's allocator paths -> pt_emit()
  *   writer.c   pt_emit(): encode into this CPU's open buffer (the hot path)
  *   buffers.c  buffer memory, the writer/reader handoff, flush, loss counts
+ *   filter.c   which events a session keeps (filter_* parameters)
+ *   stacks.c   call stacks of sampled allocations (stack_rate=)
  *   header.c   the stream header built at session start
  *   device.c   /dev/pagetrace: open (session start), read, ioctl, release
  *   mmap.c     the read-only mapping of the meta area and the buffers
@@ -19,14 +21,50 @@
 #include <linux/cache.h>
 #include <linux/irq_work.h>
 #include <linux/mutex.h>
+#include <linux/nodemask.h>
+#include <linux/prandom.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include "../uapi/linux/pagetrace.h"
 
+struct cgroup;
 struct file;
+struct pt_regs;
+struct pt_stacks;
 struct vm_area_struct;
+
+/*
+ * Where an allocation was hooked, for its call stack (stacks.c): the
+ * probe's registers (NULL in a tracepoint, which has none) and, for a
+ * probe on a function's return, the function's address.
+ */
+struct pt_origin {
+	struct pt_regs	*regs;
+	unsigned long	func;
+};
+
+/*
+ * struct pt_filter - which events a session keeps (filter.c)
+ * @active: any of the rest leaves something out
+ * @types: BIT(PAGETRACE_EV_*) of the types kept
+ * @orders: BIT_ULL(order) of the orders kept
+ * @all_nodes: every node kept, @nodes not looked at
+ * @nodes: the nodes kept
+ * @cgrp: only events of tasks in this cgroup or below it, or NULL; the
+ *	  session holds a reference
+ *
+ * Set up before the probes are attached, read-only while they are.
+ */
+struct pt_filter {
+	bool		active;
+	bool		all_nodes;
+	u8		types;
+	u64		orders;
+	nodemask_t	nodes;
+	struct cgroup	*cgrp;
+};
 
 /* Entries of a CPU's cache of tgids already named in its open chunk. */
 #define PT_NAME_CACHE		64
@@ -95,6 +133,9 @@ struct pt_cpu {
 	bool			overwrite;	/* full ring: overwrite the oldest */
 	bool			tasks;		/* write task records and names */
 	u32			task;		/* owner of the last event, see pt_write */
+	struct pt_stacks	*stacks;	/* NULL: no sampling (stacks.c) */
+	s64			sample_left;	/* pages to the next sample */
+	struct rnd_state	rnd;		/* draws the sampling intervals */
 	struct pagetrace_cpu_stats stats;
 	/* tgids named in the open chunk, direct-mapped; 0: empty */
 	u32			named[PT_NAME_CACHE];
@@ -138,6 +179,8 @@ struct pt_session {
 	unsigned int		chunk_size;
 	unsigned int		flush_ms;
 	unsigned int		backend;
+	unsigned int		stack_rate;	/* pages per sample, 0: off */
+	struct pt_filter	filter;
 
 	void			*header;	/* the stream header */
 	unsigned int		header_size;
@@ -190,12 +233,15 @@ extern unsigned int pt_buf_size;
 extern unsigned int pt_nr_bufs;
 extern unsigned int pt_flush_ms;
 extern bool pt_tasks_on;
+extern unsigned int pt_stack_rate;
 int pt_session_start(struct pt_session **out);
 void pt_session_stop(struct pt_session *sess);
 void pt_session_free(struct pt_session *sess);
 
 /* writer.c */
 void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages);
+void pt_emit_alloc(unsigned long pfn, unsigned long npages,
+		   const struct pt_origin *origin);
 bool pt_open_chunk(struct pt_cpu *c, u64 now);
 void pt_close_chunk(struct pt_cpu *c, u16 flags);
 
@@ -219,6 +265,23 @@ int pt_mmap(struct file *file, struct vm_area_struct *vma);
 /* header.c */
 int pt_header_build(struct pt_session *sess);
 struct zone *pt_next_zone(struct zone *zone);
+
+/* filter.c */
+int pt_filter_setup(struct pt_filter *f);
+void pt_filter_release(struct pt_filter *f);
+bool pt_filter_keeps_node(const struct pt_filter *f, int nid);
+bool pt_filter_keeps(const struct pt_filter *f, unsigned int type,
+		     unsigned long pfn, unsigned long npages);
+void pt_filter_record(const struct pt_filter *f,
+		      struct pagetrace_rec_filter *rec);
+
+/* stacks.c */
+int pt_stacks_alloc(struct pt_session *sess);
+void pt_stacks_free(struct pt_session *sess);
+unsigned int pt_stacks_words(void);
+bool pt_sample_due(struct pt_cpu *c, unsigned long npages);
+void pt_write_sample(struct pt_cpu *c, const struct pt_origin *origin);
+void pt_stacks_record(struct pagetrace_rec_stacks *rec, unsigned int rate);
 
 /* snapshot.c */
 bool pt_snapshot_wanted(void);

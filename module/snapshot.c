@@ -202,8 +202,11 @@ static void pt_snap_walk(struct pt_snap_writer *w)
 {
 	struct zone *zone = NULL;
 
-	while ((zone = pt_next_zone(zone)))
-		pt_snap_zone(w, zone);
+	/* A node filter applies to the snapshot too; see pagetrace_rec_filter. */
+	while ((zone = pt_next_zone(zone))) {
+		if (pt_filter_keeps_node(&w->sess->filter, zone_to_nid(zone)))
+			pt_snap_zone(w, zone);
+	}
 	pt_snap_close(w);
 	/* Runs the area had no room for count as lost events. */
 	if (w->last)

@@ -171,11 +171,12 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
 }
 
 static void pt_write(struct pt_cpu *c, unsigned int type, unsigned long pfn,
-		     unsigned long npages)
+		     unsigned long npages, const struct pt_origin *origin)
 {
 	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
 	u64 now = local_clock();
 	unsigned int extra = 0;
+	bool sample = false;
 	u64 delta, word;
 	u32 owner = 0;
 
@@ -190,6 +191,15 @@ static void pt_write(struct pt_cpu *c, unsigned int type, unsigned long pfn,
 		owner = in_task() ? current->tgid : 0;
 		if (unlikely(owner != c->task))
 			extra = PT_TASK_WORDS;
+	}
+	/*
+	 * A sampled allocation's stack words go right before its event word
+	 * (stacks.c); reserved with it, like the task words.
+	 */
+	if (unlikely(c->stacks) && type == PAGETRACE_EV_ALLOC &&
+	    pt_sample_due(c, npages)) {
+		sample = true;
+		extra += pt_stacks_words();
 	}
 
 	if (unlikely(!pt_reserve(c, now, need + extra)))
@@ -212,6 +222,8 @@ static void pt_write(struct pt_cpu *c, unsigned int type, unsigned long pfn,
 
 	if (unlikely(c->tasks && owner != c->task))
 		pt_write_task(c, owner);
+	if (unlikely(sample))
+		pt_write_sample(c, origin);
 	if (likely(need == 1)) {
 		word = pagetrace_event_word(delta, pfn, npages, type);
 		c->words[c->len++] = cpu_to_le64(word);
@@ -227,6 +239,32 @@ lost:
 	c->stats.lost++;
 }
 
+static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
+					  unsigned long npages,
+					  const struct pt_origin *origin)
+{
+	struct pt_session *sess = rcu_dereference_sched(pt_live);
+	struct pt_cpu *c;
+	unsigned long flags;
+
+	if (unlikely(!sess))
+		return;
+	local_irq_save(flags);
+	c = &sess->cpus[raw_smp_processor_id()];
+	/*
+	 * Counted before anything is decided, so that a path that neither
+	 * keeps nor counts an event as filtered or lost shows up as
+	 * attempts != events + lost + filtered (checked by the selftests).
+	 */
+	c->stats.attempts++;
+	if (unlikely(sess->filter.active) &&
+	    !pt_filter_keeps(&sess->filter, type, pfn, npages))
+		c->stats.filtered++;
+	else
+		pt_write(c, type, pfn, npages, origin);
+	local_irq_restore(flags);
+}
+
 /**
  * pt_emit - record one event on this CPU
  * @type: PAGETRACE_EV_ALLOC, _FREE or _RECLAIM
@@ -238,20 +276,19 @@ lost:
  */
 void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
 {
-	struct pt_session *sess = rcu_dereference_sched(pt_live);
-	struct pt_cpu *c;
-	unsigned long flags;
+	pt_emit_event(type, pfn, npages, NULL);
+}
 
-	if (unlikely(!sess))
-		return;
-	local_irq_save(flags);
-	c = &sess->cpus[raw_smp_processor_id()];
-	/*
-	 * Counted before pt_write() decides anything, so that a path that
-	 * neither keeps nor counts an event as lost shows up as
-	 * attempts != events + lost (checked by the stress selftest).
-	 */
-	c->stats.attempts++;
-	pt_write(c, type, pfn, npages);
-	local_irq_restore(flags);
+/**
+ * pt_emit_alloc - record an allocation on this CPU
+ * @pfn: first page frame of the block
+ * @npages: pages in the block
+ * @origin: where it was hooked, for its call stack if it is sampled
+ *
+ * As pt_emit().
+ */
+void pt_emit_alloc(unsigned long pfn, unsigned long npages,
+		   const struct pt_origin *origin)
+{
+	pt_emit_event(PAGETRACE_EV_ALLOC, pfn, npages, origin);
 }
