@@ -280,14 +280,23 @@ static int pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
-static void pt_bulk_page(struct pt_bulk_data *d, struct page *page)
+/* Where a kretprobe's function returns, for the call stack of a sample. */
+static struct pt_origin pt_return_origin(struct kretprobe_instance *ri,
+					 struct pt_regs *regs)
+{
+	return (struct pt_origin){ regs, (unsigned long)get_kretprobe(ri)->kp.addr };
+}
+
+static void pt_bulk_page(struct pt_bulk_data *d, struct page *page,
+			 const struct pt_origin *origin)
 {
 	if (page != d->fallback)
-		pt_emit(PAGETRACE_EV_ALLOC, page_to_pfn(page), 1);
+		pt_emit_alloc(page_to_pfn(page), 1, origin);
 }
 
 static int pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
+	struct pt_origin origin = pt_return_origin(ri, regs);
 	struct pt_bulk_data *d = (void *)ri->data;
 	struct list_head *pos;
 	int i;
@@ -296,13 +305,13 @@ static int pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 		for (i = 0; i < d->nr; i++) {
 			if (d->array[i] &&
 			    (i >= PT_BULK_SLOTS || test_bit(i, d->empty)))
-				pt_bulk_page(d, d->array[i]);
+				pt_bulk_page(d, d->array[i], &origin);
 		}
 		return 0;
 	}
 	for (pos = d->list->next, i = 0; pos != d->first && pos != d->list &&
 	     i < d->nr; pos = pos->next, i++)
-		pt_bulk_page(d, list_entry(pos, struct page, lru));
+		pt_bulk_page(d, list_entry(pos, struct page, lru), &origin);
 	return 0;
 }
 
@@ -312,7 +321,8 @@ static int pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs)
  * allocations (reclaim inside the fallback) come before the fallback's own
  * return, so the last page noted is the fallback's.
  */
-static void pt_alloc_page(struct page *page, unsigned int order)
+static void pt_alloc_page(struct page *page, unsigned int order,
+			  const struct pt_origin *origin)
 {
 	struct kretprobe_instance *ri;
 	unsigned long flags;
@@ -324,7 +334,7 @@ static void pt_alloc_page(struct page *page, unsigned int order)
 			((struct pt_bulk_data *)ri->data)->fallback = page;
 		local_irq_restore(flags);
 	}
-	pt_emit(PAGETRACE_EV_ALLOC, page_to_pfn(page), 1UL << order);
+	pt_emit_alloc(page_to_pfn(page), 1UL << order, origin);
 }
 
 /* __alloc_pages(gfp, order, nid, nodemask): only the return has the page. */
@@ -344,9 +354,12 @@ static int pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct pt_alloc_data *d = (void *)ri->data;
 	struct page *page = (struct page *)regs_return_value(regs);
+	struct pt_origin origin;
 
-	if (page)
-		pt_alloc_page(page, d->order);
+	if (page) {
+		origin = pt_return_origin(ri, regs);
+		pt_alloc_page(page, d->order, &origin);
+	}
 	return 0;
 }
 
@@ -354,8 +367,9 @@ static int pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 static void pt_tp_alloc(void *data, struct page *page, unsigned int order,
 			gfp_t gfp, int migratetype)
 {
+	/* No registers: the stack is taken from here (stacks.c). */
 	if (page)
-		pt_alloc_page(page, order);
+		pt_alloc_page(page, order, NULL);
 }
 
 /*
@@ -379,9 +393,12 @@ static int pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	unsigned long start = ((struct pt_contig_data *)ri->data)->start;
 	unsigned long end = regs_return_value(regs);
+	struct pt_origin origin;
 
-	if (end > start)
-		pt_emit(PAGETRACE_EV_ALLOC, start, end - start);
+	if (end > start) {
+		origin = pt_return_origin(ri, regs);
+		pt_emit_alloc(start, end - start, &origin);
+	}
 	return 0;
 }
 
@@ -397,11 +414,12 @@ static int pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 static int pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
 {
 	struct list_head *list = (void *)regs_get_kernel_argument(regs, 0);
+	struct pt_origin origin = { regs };
 	struct page *page;
 
 	list_for_each_entry(page, list, lru)
-		pt_emit(PAGETRACE_EV_ALLOC, page_to_pfn(page),
-			1UL << page_private(page));
+		pt_emit_alloc(page_to_pfn(page), 1UL << page_private(page),
+			      &origin);
 	return 0;
 }
 
@@ -409,9 +427,10 @@ static int pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
 static int pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 {
 	struct page *page = (struct page *)regs_get_kernel_argument(regs, 0);
+	struct pt_origin origin = { regs };
 
-	pt_emit(PAGETRACE_EV_ALLOC, page_to_pfn(page),
-		1UL << regs_get_kernel_argument(regs, 1));
+	pt_emit_alloc(page_to_pfn(page), 1UL << regs_get_kernel_argument(regs, 1),
+		      &origin);
 	return 0;
 }
 

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Call stacks of sampled allocations (stack_rate=N pages, 0: off).
+ *
+ * Each CPU draws the pages to its next sample from a uniform distribution
+ * on [1, 2N - 1] (mean N, so that no allocation pattern lines up with a
+ * fixed period), counts them down with every allocation, and samples the
+ * allocation that reaches zero: its call stack is taken and the event word
+ * is preceded by a SAMPLE stack word naming it.  With sampling off, the
+ * hot path pays one test of a pointer it loads anyway.
+ *
+ * Each CPU keeps its own table of the stacks it has seen, so the hot path
+ * shares nothing with other CPUs:
+ *
+ *   struct pt_stacks (one vzalloc'ed block per possible CPU)
+ *   +-------------------------------------------------+
+ *   | nr              entries used                    |
+ *   | scratch[]       the stack being taken           |
+ *   | slots[2048]     open addressing on the hash:    |
+ *   |                 entry index + 1, 0 = empty      |
+ *   | ent[1024]       struct pt_stack: hash, depth,   |
+ *   |                 frames, the chunk defining it   |
+ *   +-------------------------------------------------+
+ *
+ * Entry i of CPU c has the stack id c * PT_STACK_ENTRIES + i + 1, unique in
+ * the session.  Entries are added, never removed, until the session ends;
+ * a sample that finds the table full gets id 0 (stack unknown), counted in
+ * the CPU's stacks_unknown.
+ *
+ * Every chunk defines the stacks it names (a DEF word and its frames, the
+ * first time the chunk names one), so a lost or overwritten chunk takes no
+ * definition with it; @defined remembers which chunk (seq + 1) last did.
+ *
+ * Concurrency: a CPU's table and its scratch are touched only by that
+ * CPU's writer, with interrupts off (pt_emit()); NMIs do not allocate
+ * pages.  Nothing else reads them while the probes are attached.
+ *
+ * Where the stack comes from:
+ *  - a kprobe or kretprobe: unwinding from the probe's registers, as perf
+ *    does for its kprobe call chains.  At a function's entry the first
+ *    frame is the function itself; at its return (a kretprobe) the first
+ *    frame is the function, then the return address in its caller.
+ *  - a tracepoint: from here, with this module's own frames dropped; the
+ *    first frame is then inside the function that fired the tracepoint.
+ */
+#include <asm/unwind.h>
+#include <linux/jhash.h>
+#include <linux/module.h>
+#include <linux/prandom.h>
+#include <linux/ptrace.h>
+#include <linux/random.h>
+#include <linux/sched.h>
+#include <linux/stacktrace.h>
+#include <linux/string.h>
+#include <linux/topology.h>
+#include <linux/vmalloc.h>
+
+#include "pagetrace.h"
+
+#define PT_STACK_DEPTH		32
+#define PT_STACK_ENTRIES	1024
+#define PT_STACK_SLOTS		(2 * PT_STACK_ENTRIES)
+/* Room for this module's frames above a tracepoint's stack. */
+#define PT_STACK_OWN_FRAMES	8
+
+static_assert(PT_STACK_DEPTH <= PAGETRACE_STACK_MAX_DEPTH);
+
+struct pt_stack {
+	u64		defined;	/* seq + 1 of the last chunk defining it */
+	u32		hash;
+	u8		depth;
+	bool		cut;		/* deeper than PT_STACK_DEPTH */
+	unsigned long	frames[PT_STACK_DEPTH];
+};
+
+struct pt_stacks {
+	unsigned int	nr;
+	unsigned long	scratch[PT_STACK_DEPTH + PT_STACK_OWN_FRAMES];
+	u16		slots[PT_STACK_SLOTS];
+	struct pt_stack	ent[PT_STACK_ENTRIES];
+};
+
+/* A sample adds at most a DEF word, its frames and the SAMPLE word. */
+unsigned int pt_stacks_words(void)
+{
+	return 1 + PT_STACK_DEPTH + 1;
+}
+
+/* Pages to the next sample: uniform on [1, 2 * rate - 1]. */
+static s64 pt_sample_interval(struct pt_cpu *c)
+{
+	u32 rate = c->sess->stack_rate;
+
+	if (rate == 1)
+		return 1;
+	return 1 + prandom_u32_state(&c->rnd) % (2 * rate - 1);
+}
+
+/**
+ * pt_sample_due - count an allocation down to the next sample
+ * @c: this CPU, owned by the caller (interrupts off)
+ * @npages: pages allocated
+ *
+ * Return: true if this allocation is the sample.
+ */
+bool pt_sample_due(struct pt_cpu *c, unsigned long npages)
+{
+	c->sample_left -= npages;
+	if (likely(c->sample_left > 0))
+		return false;
+	c->sample_left = pt_sample_interval(c);
+	return true;
+}
+
+/* Take the current call stack into st->scratch: its depth. */
+static unsigned int pt_stack_take(struct pt_stacks *st,
+				  const struct pt_origin *o, bool *cut)
+{
+	unsigned long *f = st->scratch;
+	unsigned int n = 0, own = 0;
+
+	if (o && o->regs) {
+		struct unwind_state state;
+
+		if (o->func)
+			f[n++] = o->func;
+		f[n++] = instruction_pointer(o->regs);
+		/* Starting from registers, the unwinder skips their frame. */
+		for (unwind_start(&state, current, o->regs, NULL);
+		     !unwind_done(&state); unwind_next_frame(&state)) {
+			unsigned long addr = unwind_get_return_address(&state);
+
+			if (!addr)
+				break;
+			if (n == PT_STACK_DEPTH) {
+				*cut = true;
+				return n;
+			}
+			f[n++] = addr;
+		}
+		*cut = false;
+		return n;
+	}
+
+	n = stack_trace_save(f, ARRAY_SIZE(st->scratch), 0);
+	*cut = n == ARRAY_SIZE(st->scratch);
+	while (own < n && within_module(f[own], THIS_MODULE))
+		own++;
+	n -= own;
+	if (n > PT_STACK_DEPTH) {
+		n = PT_STACK_DEPTH;
+		*cut = true;
+	}
+	memmove(f, f + own, n * sizeof(*f));
+	return n;
+}
+
+/* The entry of stack st->scratch[0, depth), added if new; NULL if full. */
+static struct pt_stack *pt_stack_find(struct pt_stacks *st,
+				      unsigned int depth, bool cut)
+{
+	const unsigned long *f = st->scratch;
+	u32 hash = jhash2((const u32 *)f, depth * sizeof(*f) / sizeof(u32),
+			  depth | cut << 8);
+	unsigned int i, slot = hash;
+	struct pt_stack *s;
+
+	/* There are more slots than entries: an empty one ends the probe. */
+	for (i = 0; i < PT_STACK_SLOTS; i++, slot++) {
+		u16 *sp = &st->slots[slot & (PT_STACK_SLOTS - 1)];
+
+		if (!*sp)
+			break;
+		s = &st->ent[*sp - 1];
+		if (s->hash == hash && s->depth == depth && s->cut == cut &&
+		    !memcmp(s->frames, f, depth * sizeof(*f)))
+			return s;
+	}
+	if (i == PT_STACK_SLOTS || st->nr == PT_STACK_ENTRIES)
+		return NULL;
+	s = &st->ent[st->nr++];
+	st->slots[slot & (PT_STACK_SLOTS - 1)] = st->nr;
+	s->defined = 0;
+	s->hash = hash;
+	s->depth = depth;
+	s->cut = cut;
+	memcpy(s->frames, f, depth * sizeof(*f));
+	return s;
+}
+
+/**
+ * pt_write_sample - write the stack words of a sampled allocation
+ * @c: this CPU, owned by the caller; pt_stacks_words() words reserved
+ * @origin: where the allocation was hooked
+ *
+ * The caller writes the event word right after them.
+ */
+void pt_write_sample(struct pt_cpu *c, const struct pt_origin *origin)
+{
+	struct pt_stacks *st = c->stacks;
+	struct pt_stack *s = NULL;
+	unsigned int depth, i;
+	bool cut;
+	u32 id = 0;
+	u64 word;
+
+	depth = pt_stack_take(st, origin, &cut);
+	if (depth)
+		s = pt_stack_find(st, depth, cut);
+	c->stats.samples++;
+	if (!s) {
+		c->stats.stacks_unknown++;
+	} else {
+		id = c->cpu * PT_STACK_ENTRIES + (s - st->ent) + 1;
+		if (s->defined != c->seq + 1) {
+			s->defined = c->seq + 1;
+			word = pagetrace_stack_def_word(id, s->depth, s->cut);
+			c->words[c->len++] = cpu_to_le64(word);
+			for (i = 0; i < s->depth; i++) {
+				word = pagetrace_frame_word(s->frames[i]);
+				c->words[c->len++] = cpu_to_le64(word);
+			}
+		}
+	}
+	c->words[c->len++] = cpu_to_le64(pagetrace_sample_word(id));
+}
+
+/**
+ * pt_stacks_alloc - set up sampling for a session, if stack_rate asks
+ * @sess: the session, its CPUs set up, the probes not yet attached
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int pt_stacks_alloc(struct pt_session *sess)
+{
+	unsigned int cpu;
+
+	if (!sess->stack_rate)
+		return 0;
+	for (cpu = 0; cpu < sess->nr_cpus; cpu++) {
+		struct pt_cpu *c = &sess->cpus[cpu];
+
+		c->stacks = vzalloc_node(sizeof(*c->stacks), cpu_to_node(cpu));
+		if (!c->stacks)
+			goto free_stacks;
+		prandom_seed_state(&c->rnd, get_random_u64());
+		c->sample_left = pt_sample_interval(c);
+	}
+	return 0;
+
+free_stacks:
+	pt_stacks_free(sess);
+	return -ENOMEM;
+}
+
+/* Free the tables; the probes are gone. */
+void pt_stacks_free(struct pt_session *sess)
+{
+	unsigned int cpu;
+
+	for (cpu = 0; cpu < sess->nr_cpus; cpu++) {
+		vfree(sess->cpus[cpu].stacks);
+		sess->cpus[cpu].stacks = NULL;
+	}
+}
+
+/*
+ * The header record.  The anchor is a function every kernel exports, so
+ * that a symbol table can be checked against this boot's addresses.
+ */
+void pt_stacks_record(struct pagetrace_rec_stacks *rec, unsigned int rate)
+{
+	memset(rec, 0, sizeof(*rec));
+	rec->rate = pt_le32(rate);
+	rec->max_depth = pt_le32(PT_STACK_DEPTH);
+	rec->anchor_addr = pt_le64((unsigned long)schedule);
+	strscpy((char *)rec->anchor_name, "schedule", sizeof(rec->anchor_name));
+}
