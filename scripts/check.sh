@@ -28,7 +28,9 @@
 # Environment: KERNELS (default "6.1 6.12 rt"; "debug" adds the debug
 # kernel), HOST_CHECKS (default 1; 0 skips steps 2-4, as `make check-debug`
 # does), TEST_TIMEOUT (seconds per test binary in the VM, default 300),
-# VM_TIMEOUT (per kernel, default 900).  The stress selftest's knobs
+# VM_TIMEOUT (per kernel, default 900), SELFTESTS (only these selftests,
+# e.g. "pagetrace_stacks_test pagetrace_filter_test"; default all).  The
+# stress selftest's knobs
 # (PT_STRESS_SECONDS, PT_STRESS_BUDGET, PT_STRESS_OPENS, PT_STRESS_RELOADS,
 # PT_STRESS_STOPS, PT_STRESS_KILLS, PT_STRESS_OOM, PT_HOSTILE_ITERS) are
 # passed to the VM;
@@ -141,6 +143,7 @@ TESTS=()    # built and shipped to the VM
 for src in selftests/*_test.c; do
 	[ -e "$src" ] || continue
 	t=$(basename "$src" .c)
+	[ -n "${SELFTESTS:-}" ] && [[ " $SELFTESTS " != *" $t "* ]] && continue
 	if step "[host]" "build-$t" make -C selftests "$t" KSELFTEST_DIR="$KSELFTEST_DIR"; then
 		TESTS+=("$t")
 	fi

@@ -143,15 +143,122 @@ int pt_st_gt_run(const char *op, char *report, size_t len)
 
 int pt_st_set_hook(const char *hook)
 {
-	int fd = open("/sys/module/pagetrace/parameters/hook",
-		      O_WRONLY | O_CLOEXEC);
-	ssize_t n;
+	return pt_st_set_param("hook", hook);
+}
 
+int pt_st_set_param(const char *name, const char *value)
+{
+	char path[128];
+	ssize_t n;
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/module/pagetrace/parameters/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = write(fd, hook, strlen(hook));
+	n = write(fd, value, strlen(value));
+	if (n < 0)
+		ret = -errno;
+	else if (n != (ssize_t)strlen(value))
+		ret = -EIO;
 	close(fd);
-	return n == (ssize_t)strlen(hook) ? 0 : -EINVAL;
+	return ret;
+}
+
+const void *pt_st_header_record(const void *stream, size_t len, uint32_t type,
+				uint32_t *size)
+{
+	const struct pagetrace_header *h = stream;
+	size_t off = sizeof(*h), end;
+
+	if (len < sizeof(*h))
+		return NULL;
+	end = h->header_size < len ? h->header_size : len;
+	while (off + sizeof(struct pagetrace_record) <= end) {
+		const struct pagetrace_record *rec = (const void *)((const char *)stream + off);
+
+		if (rec->type == PAGETRACE_REC_END)
+			return NULL;
+		if (off + sizeof(*rec) + rec->size > end)
+			return NULL;
+		if (rec->type == type) {
+			*size = rec->size;
+			return rec + 1;
+		}
+		off += sizeof(*rec) + ((rec->size + 7) & ~7U);
+	}
+	return NULL;
+}
+
+int pt_st_next_chunk(const void *stream, size_t len, size_t *off,
+		     const struct pagetrace_chunk **c)
+{
+	const struct pagetrace_header *h = stream;
+	const struct pagetrace_chunk *ch;
+
+	if (!*off)
+		*off = h->header_size;
+	if (*off + sizeof(*ch) > len)
+		return 0;
+	ch = (const void *)((const char *)stream + *off);
+	if (*off + sizeof(*ch) + 8ULL * ch->nr_words > len)
+		return -1;
+	*off += sizeof(*ch) + 8ULL * ch->nr_words;
+	*c = ch;
+	return 1;
+}
+
+int pt_st_ksym(const char *name, uint64_t *start, uint64_t *end)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	unsigned long long addr;
+	char line[512], sym[256];
+	bool found = false;
+
+	if (!f)
+		return -errno;
+	*end = UINT64_MAX;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %*s %255s", &addr, sym) != 2)
+			continue;
+		if (!found && !strcmp(sym, name) && !strchr(line, '[')) {
+			*start = addr;
+			found = true;
+		}
+	}
+	if (found) {
+		/* kallsyms is not sorted: the nearest address above. */
+		rewind(f);
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%llx", &addr) == 1 && addr > *start &&
+			    addr < *end)
+				*end = addr;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+int pt_st_module_text(const char *mod, uint64_t *start, uint64_t *end)
+{
+	FILE *f = fopen("/proc/modules", "re");
+	unsigned long long size, addr;
+	char line[512], name[64];
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %llu %*s %*s %*s %llx", name, &size, &addr) == 3 &&
+		    !strcmp(name, mod)) {
+			*start = addr;
+			*end = addr + size;
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
 }
 
 int pt_st_pin_cpu(int cpu)

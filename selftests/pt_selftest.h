@@ -37,6 +37,32 @@ int pt_st_gt_run(const char *op, char *report, size_t len);
 
 /* Choose the backend (hook=) of the next session: 0 or -errno. */
 int pt_st_set_hook(const char *hook);
+/*
+ * Write @value to /sys/module/pagetrace/parameters/@name: 0, or -errno of
+ * the open or write (a value the module refuses is -EINVAL).
+ */
+int pt_st_set_param(const char *name, const char *value);
+
+/*
+ * The raw stream, for tests that check the words the module wrote:
+ * pt_st_header_record() finds the first header record of @type (its
+ * payload, *@size bytes) or returns NULL; pt_st_next_chunk() steps *@off
+ * (0 to start) from chunk to chunk: 1 with *@c set, 0 at the end, -1 if a
+ * chunk runs past @len.
+ */
+const void *pt_st_header_record(const void *stream, size_t len, uint32_t type,
+				uint32_t *size);
+int pt_st_next_chunk(const void *stream, size_t len, size_t *off,
+		     const struct pagetrace_chunk **c);
+
+/*
+ * Kernel addresses, as root sees them: pt_st_ksym() gives [start, end) of
+ * the function @name from /proc/kallsyms (end: the next symbol's
+ * address), pt_st_module_text() the span of a loaded module from
+ * /proc/modules.  0 or -ENOENT.
+ */
+int pt_st_ksym(const char *name, uint64_t *start, uint64_t *end);
+int pt_st_module_text(const char *mod, uint64_t *start, uint64_t *end);
 /* Run on @cpu only: 0 or -errno. */
 int pt_st_pin_cpu(int cpu);
 /* The PFN behind a virtual address of ours: 0, -ENOENT if not present. */
