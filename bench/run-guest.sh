@@ -85,11 +85,20 @@ start() {
 	none)
 		grep -q '^pagetrace ' /proc/modules && rmmod pagetrace
 		;;
-	loaded|pt-kprobe|pt-tracepoint)
+	loaded|pt-kprobe|pt-tracepoint|pt-stacks|pt-filter)
 		grep -q '^pagetrace ' /proc/modules || insmod $H/pagetrace.ko ||
 			{ echo "insmod pagetrace.ko failed"; return; }
 		[ $1 = loaded ] && return
-		echo ${1#pt-} >$PARAMS/hook
+		# pt-stacks: kprobes with a call stack every 128 pages (512 KiB,
+		# Go's default MemProfileRate); pt-filter: kprobes with a node
+		# filter that keeps every event, so each one pays for the test.
+		echo 0 >$PARAMS/stack_rate
+		echo >$PARAMS/filter_nodes
+		case $1 in
+		pt-stacks) echo kprobe >$PARAMS/hook; echo 128 >$PARAMS/stack_rate ;;
+		pt-filter) echo kprobe >$PARAMS/hook; echo 0 >$PARAMS/filter_nodes ;;
+		*) echo ${1#pt-} >$PARAMS/hook ;;
+		esac
 		$H/pt_work rusage /tmp/ru -- $H/pagetrace record --json \
 			-o /tmp/rec.bin -- sh /tmp/wait.sh >/tmp/rec.json 2>/tmp/rec.log &
 		REC=$!

@@ -19,8 +19,8 @@ import shlex
 import statistics
 import sys
 
-ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "trace-cmd",
-         "ftrace-raw", "perf", "bpftrace"]
+ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "pt-stacks",
+         "pt-filter", "trace-cmd", "ftrace-raw", "perf", "bpftrace"]
 PEERS = ["trace-cmd", "ftrace-raw", "perf", "bpftrace"]
 WORKLOAD_DOC = {
     "k0": "pt_bench.ko, alloc_pages + __free_pages order 0 on every CPU; op = 2 events",

@@ -20,6 +20,9 @@
 #                          fadvise(DONTNEED) (op = a page)
 #   contenders  none, loaded (pagetrace.ko, no session), pt-kprobe and
 #               pt-tracepoint (pagetrace record, hook=kprobe|tracepoint),
+#               pt-stacks (kprobes, a call stack every 128 pages:
+#               stack_rate=128), pt-filter (kprobes, a node filter that
+#               keeps every event: filter_nodes=0),
 #               trace-cmd (record -e kmem:mm_page_alloc -e kmem:mm_page_free),
 #               ftrace-raw (one cat per CPU of per_cpu/cpuN/trace_pipe_raw),
 #               perf (record -a -e the same two), bpftrace (counting them)
@@ -42,7 +45,7 @@ RUNS=${BENCH_RUNS:-5}
 CPUS=${BENCH_CPUS:-2}
 MEM=${BENCH_MEM:-3072}
 WORKLOADS=${BENCH_WORKLOADS:-k0 k3 mmap fork read}
-CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint trace-cmd ftrace-raw perf bpftrace}
+CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-stacks pt-filter trace-cmd ftrace-raw perf bpftrace}
 
 if [ "$(id -u)" = 0 ]; then
 	# shellcheck disable=SC2086 # a list
