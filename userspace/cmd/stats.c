@@ -49,6 +49,10 @@
  *                    freed/reclaimed but not known to be allocated
  *   realloc_events   allocations of a block already allocated
  *   late_events      events the time ordering got wrong (0: exact)
+ *   stacks           only for traces with sampled call stacks: {"rate",
+ *                    "samples", "samples_unknown", "stacks", "symbols"}
+ *   filter           only for filtered traces: {"types": [kept types],
+ *                    "orders": bit mask, "cgroup_id"}
  *   quick            true with --quick: lifetimes, in_use_end, peak_in_use,
  *                    zones' in_use_end/peak_in_use, unmatched and
  *                    realloc_events were not measured (they read 0)
@@ -169,8 +173,10 @@ static void print_analysis_json(const struct pagetrace_header *h,
 	       a->realloc_events, a->late_events);
 }
 
+static void print_stacks_filter(const struct pt_reader *r, bool json);
+
 static void print_json(const struct pagetrace_header *h, const struct pt_analysis *a,
-		       bool quick)
+		       bool quick, const struct pt_reader *r)
 {
 	const struct pt_stats *s = &a->stats;
 	int64_t first = s->events ? (int64_t)(s->first_ns - h->start_ns) : 0;
@@ -209,6 +215,7 @@ static void print_json(const struct pagetrace_header *h, const struct pt_analysi
 	}
 	printf("]");
 	print_analysis_json(h, a);
+	print_stacks_filter(r, true);
 	printf(", \"quick\": %s}\n", quick ? "true" : "false");
 }
 
@@ -357,6 +364,78 @@ static void print_text(const struct pagetrace_header *h, const struct pt_analysi
 	print_analysis_text(h, a, quick);
 }
 
+/* The set bits of @words (@n 64-bit words) as ranges: "0-3,7". */
+static void print_ranges(const uint64_t *words, unsigned int n)
+{
+	const char *sep = "";
+	unsigned int i = 0, nbits = 64 * n;
+
+	while (i < nbits) {
+		unsigned int j;
+
+		if (!(words[i / 64] >> (i % 64) & 1)) {
+			i++;
+			continue;
+		}
+		for (j = i; j + 1 < nbits && words[(j + 1) / 64] >> ((j + 1) % 64) & 1; j++)
+			;
+		if (j > i)
+			printf("%s%u-%u", sep, i, j);
+		else
+			printf("%s%u", sep, i);
+		sep = ",";
+		i = j + 1;
+	}
+	if (!*sep)
+		printf("none");
+}
+
+/* Sampled stacks and the filter: so that nobody takes a part for the whole. */
+static void print_stacks_filter(const struct pt_reader *r, bool json)
+{
+	const struct pagetrace_rec_stacks *st = pt_reader_stacks(r);
+	const struct pagetrace_rec_filter *f = pt_reader_filter(r);
+	const struct pt_reader_counters *c = pt_reader_counters(r);
+	const char *sep = "";
+
+	if (st && json)
+		printf(", \"stacks\": {\"rate\": %u, \"samples\": %" PRIu64
+		       ", \"samples_unknown\": %" PRIu64 ", \"stacks\": %" PRIu64
+		       ", \"symbols\": %" PRIu64 "}", st->rate, c->samples, c->samples_unknown,
+		       c->stacks, c->symbols);
+	else if (st)
+		printf("stack samples:   %" PRIu64 " (%" PRIu64 " with unknown stack), about 1 "
+		       "per %u pages allocated; %" PRIu64 " distinct stacks, %" PRIu64
+		       " named addresses\n", c->samples, c->samples_unknown, st->rate,
+		       c->stacks, c->symbols);
+	if (!f)
+		return;
+	if (json) {
+		printf(", \"filter\": {\"types\": [");
+		for (int t = 1; t <= 3; t++)
+			if (f->types & 1U << t) {
+				printf("%s\"%s\"", sep, type_keys[t]);
+				sep = ", ";
+			}
+		printf("], \"orders\": %" PRIu64 ", \"cgroup_id\": %" PRIu64 "}",
+		       (uint64_t)f->orders, (uint64_t)f->cgroup_id);
+		return;
+	}
+	printf("FILTERED:        only ");
+	for (int t = 1; t <= 3; t++)
+		if (f->types & 1U << t) {
+			printf("%s%s", sep, type_keys[t]);
+			sep = "/";
+		}
+	printf("%s events of orders ", *sep ? "" : "no");
+	print_ranges((const uint64_t *)&f->orders, 1);
+	printf(" on nodes ");
+	print_ranges((const uint64_t *)f->nodes, PAGETRACE_FILTER_NODES / 64);
+	if (f->cgroup_id)
+		printf(" of cgroup %" PRIu64 " (and below; no interrupts)", (uint64_t)f->cgroup_id);
+	printf(" were recorded: not a complete trace\n");
+}
+
 int cmd_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -423,9 +502,10 @@ int cmd_stats(int argc, char **argv)
 	if (ret < 0) {
 		trace_error(path, r, ret);
 	} else if (json) {
-		print_json(pt_reader_header(r), &a, ap.flags & PT_ANALYSIS_UNORDERED);
+		print_json(pt_reader_header(r), &a, ap.flags & PT_ANALYSIS_UNORDERED, r);
 	} else {
 		print_text(pt_reader_header(r), &a, ap.flags & PT_ANALYSIS_UNORDERED);
+		print_stacks_filter(r, false);
 	}
 	pt_analysis_free(&a);
 	close_trace(r, fd);

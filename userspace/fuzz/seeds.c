@@ -2,7 +2,8 @@
 /*
  * Write the fuzzer's seed corpus into DIR: small v1 streams built by
  * tests/synth.c (several CPUs, large events, syncs, task records and
- * names, a snapshot, seq gaps with the overwrite flag) and hand-made Go
+ * names, a snapshot, seq gaps with the overwrite flag, sampled stacks
+ * with a filter record and a symbol chunk) and hand-made Go
  * traces.
  */
 #include <stdio.h>
@@ -62,6 +63,25 @@ int main(int argc, char **argv)
 	synth_flush_all(&s);
 	save(argv[1], "v1-snapshot-gaps", s.buf, s.len);
 	synth_free(&s);
+
+	{
+		/* Sampled stacks, a filter record and a symbol chunk at the end. */
+		static const uint64_t fr[] = { 0xffffffff81003010ULL, 0xffffffffc0001008ULL };
+		static const char *const names[] = { "__alloc_pages", "mod_fn [mymod]" };
+		static const uint64_t offs[] = { 0x10, 8 };
+
+		synth_init(&s, 2, 512, PAGETRACE_FLAG_STACKS | PAGETRACE_FLAG_FILTERED);
+		synth_stack_def(&s, 0, 1, 2, false, fr);
+		synth_sample(&s, 0, SEC, 1, 0x100, 1);
+		synth_sample(&s, 0, SEC + 10, 0, 0x200, 2);
+		synth_stack_def(&s, 1, 1, 2, false, fr);
+		synth_sample(&s, 1, SEC + 20, 1, 0x4000, 2048);
+		synth_event(&s, 1, SEC + 30, 2, 0x100, 1);
+		synth_flush_all(&s);
+		synth_symbols(&s, 2, fr, names, offs);
+		save(argv[1], "v1-stacks-symbols", s.buf, s.len);
+		synth_free(&s);
+	}
 
 	{
 		/* P 1 and P -1; a large event whose npages word looks like a pid. */

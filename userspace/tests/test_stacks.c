@@ -404,4 +404,39 @@ TEST(define_per_chunk)
 	synth_free(&s);
 }
 
+/* pagetrace stats says what a filter kept, and counts the samples. */
+TEST(stats_cli)
+{
+	char path[] = "/tmp/pt-stacksXXXXXX", cmd[512], out[8192];
+	struct synth s;
+	FILE *p;
+	size_t n;
+	int fd;
+
+	for (unsigned int i = 0; i < PAGETRACE_STACK_MAX_DEPTH; i++)
+		f64[i] = K(0x100000 + 16 * i);
+	synth_init(&s, 1, 1024, PAGETRACE_FLAG_STACKS | PAGETRACE_FLAG_FILTERED);
+	synth_stack_def(&s, 0, 1, 3, false, f1);
+	synth_sample(&s, 0, SEC, 1, 0x100, 1);
+	synth_sample(&s, 0, SEC + 10, 0, 0x200, 1);
+	synth_flush_all(&s);
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)s.len, write(fd, s.buf, s.len));
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s stats %s 2>&1", PAGETRACE_BIN, path);
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	EXPECT_EQ(0, pclose(p)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "FILTERED:        only alloc/free events of orders 0-3 on "
+			       "nodes 0 of cgroup 1234 (and below; no interrupts) were recorded: "
+			       "not a complete trace")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "stack samples:   2 (1 with unknown stack), about 1 per 64 "
+			       "pages allocated; 1 distinct stacks")) TH_LOG("%s", out);
+	unlink(path);
+	synth_free(&s);
+}
+
 TEST_HARNESS_MAIN
