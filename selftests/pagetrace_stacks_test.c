@@ -7,7 +7,7 @@
  *    sampled.  Every alloc event must come right after a SAMPLE word whose
  *    stack the same chunk defined before; the allocations pagetrace_gt.ko
  *    made must have a stack that passes through pagetrace_gt's code, and
- *    (kprobe) starts at the allocator function that was probed or
+ *    (kprobe) starts at the entry of the allocator function that was probed or
  *    (tracepoint) inside the function that fired the tracepoint.
  *  - rate: with stack_rate=8 a process that faults in 4096 single pages
  *    gets about one sample per 8 pages allocated (within a factor of 2),
@@ -333,9 +333,12 @@ static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 	ASSERT_EQ(0, ksym2("__alloc_pages_bulk", "alloc_pages_bulk_noprof",
 			   &g.first_start[1], &g.first_end[1]));
 	if (!strcmp(hook, "kprobe")) {
-		/* A kretprobe's stack starts at its function's first byte. */
-		g.first_end[0] = g.first_start[0] + 1;
-		g.first_end[1] = g.first_start[1] + 1;
+		/*
+		 * A kretprobe's stack starts at its function's entry: the
+		 * probe's address, past the endbr64 where the kernel has IBT.
+		 */
+		g.first_end[0] = g.first_start[0] + 8;
+		g.first_end[1] = g.first_start[1] + 8;
 	}
 
 	ASSERT_EQ(0, start(self, "1", hook));
