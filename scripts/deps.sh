@@ -39,12 +39,25 @@ install() {
 	"${cmd[@]}" || { update_once; "${cmd[@]}"; }
 }
 
+# bookworm-backports: the 6.12 kernel, and Go 1.22.
+add_backports() {
+	if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		echo 'deb http://deb.debian.org/debian bookworm-backports main' \
+			>/etc/apt/sources.list.d/backports.list
+		UPDATED= # new source: the index must be refreshed
+		update_once
+	fi
+}
+
 install "${BASE[@]}"
+# Go 1.22 (bookworm-backports; bookworm's 1.19 has no GOEXPERIMENT=pagetrace):
+# a live Go page trace (userspace/tests/go-live.sh) and `go tool pprof` for
+# the pagetrace pprof test (userspace/tests/test_pprof.c).
+add_backports
+install golang-1.22-go/bookworm-backports
 # Packaging: DKMS, dpkg-buildpackage and lintian, groff for the man page
 # checks (scripts/check-packaging.sh), debootstrap for `make check-deb`.
 install dkms dh-dkms debhelper lintian groff debootstrap
-# `go tool pprof` for the pagetrace pprof test (userspace/tests/test_pprof.c).
-install golang-go
 # The contenders of `make bench` (scripts/bench.sh), besides trace-cmd.
 install linux-perf bpftrace
 
@@ -58,12 +71,7 @@ for flavour in "$@"; do
 		apt-mark manual "$img" "${img/image/headers}" >/dev/null
 		;;
 	6.12)
-		if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
-			echo 'deb http://deb.debian.org/debian bookworm-backports main' \
-				>/etc/apt/sources.list.d/backports.list
-			UPDATED= # new source: the index must be refreshed
-			update_once
-		fi
+		add_backports
 		# Name the backports version per package (pkg/suite) rather than using
 		# -t bookworm-backports: -t would also move every other installed
 		# package that has a backport (linux-libc-dev, linux-perf, and the rt
