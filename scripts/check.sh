@@ -164,6 +164,7 @@ $STRESS_ENV
 EOF
 	cat <<'EOF'
 export PAGETRACE_KO=$H/pagetrace.ko PAGETRACE_GT_KO=$H/pagetrace_gt.ko PAGETRACE_BIN=$H/pagetrace
+export PT_RESULTS=$R
 mkdir -p $R
 cd $H
 echo "kernel: $(uname -r)"
@@ -354,6 +355,11 @@ for flavour in $KERNELS; do
 		rc=$(cat "$R/$t.rc" 2>/dev/null)
 		emit "$P" "$t" "${rc:--}" <"$R/$t.ktap"
 	done
+	# The profile pagetrace_pprof_test made of a real trace, in real Go.
+	if [[ " ${TESTS[*]} " == *" pagetrace_pprof_test "* ]]; then
+		scripts/check-pprof.sh "$R/stacks.pb.gz" >"$OUT/pprof-$rel.log" 2>&1
+		emit "$P" pprof-go 0 <"$OUT/pprof-$rel.log"
+	fi
 done
 
 echo "# total time $((SECONDS - START))s; logs in ${OUT#"$ROOT"/}/ and build/RELEASE/share/"
