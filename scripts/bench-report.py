@@ -139,8 +139,9 @@ def spread(ws):
 def markdown(summary, unavailable, meta):
     L = [f"# pagetrace overhead: {meta['kernel']}", "",
          f"{meta['date']}; {meta['setup']}; {meta['runs']} runs per contender and "
-         "workload, interleaved, in one boot.  Medians (min–max).  TCG inflates "
-         "and scatters times: compare ratios within this run, not absolute ns.", "",
+         "workload, interleaved, in one boot.  Medians (min–max).  Times are the "
+         "guest's own clock: with -icount it counts instructions (4 ns each), not "
+         "real time, so compare ratios within this run, not absolute ns.", "",
          "Added ns/event = (ns/op − ns/op of *none*) / events per op.  ×peer = "
          "this row's median added ns/event divided by the peer's.  B/event = "
          "recorder file size / events it recorded, headers included.  Recorder "
