@@ -445,3 +445,25 @@ long synth_compare(const struct synth *s, const struct pt_event *got, size_t n,
 	}
 	return -1;
 }
+
+int synth_run(const char *cmd, char *out, size_t len)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n;
+
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	return pclose(p);
+}
+
+void synth_write_file(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return;
+	fwrite(p, 1, n, f);
+	fclose(f);
+}

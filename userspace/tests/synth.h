@@ -114,7 +114,15 @@ static inline uint64_t synth_rand(uint64_t *state)
 	return x;
 }
 
-#endif
+/*
+ * For tests of the CLI: run @cmd with popen(), its stdout (at most
+ * @len - 1 bytes) into @out, NUL-terminated; returns pclose()'s status or
+ * -1.  synth_write_file() writes @n bytes to a new file at @path.
+ */
+int synth_run(const char *cmd, char *out, size_t len);
+void synth_write_file(const char *path, const void *p, size_t n);
+
+
 
 /*
  * Read @r to its end into a malloc'ed array (*evs, *n); returns the final
@@ -130,3 +138,5 @@ int synth_read_all(struct pt_reader *r, unsigned int batch, struct pt_event **ev
  */
 long synth_compare(const struct synth *s, const struct pt_event *got, size_t n,
 		   bool exact, char *why, size_t whylen);
+
+#endif

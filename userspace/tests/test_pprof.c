@@ -46,26 +46,6 @@ static void pprof_trace(struct synth *s)
 	synth_flush_all(s);
 }
 
-static int run(const char *cmd, char *out, size_t len)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n;
-
-	if (!p)
-		return -1;
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	return pclose(p);
-}
-
-static void write_file(const char *path, const void *p, size_t n)
-{
-	FILE *f = fopen(path, "w");
-
-	fwrite(p, 1, n, f);
-	fclose(f);
-}
-
 /* A go that has `go tool pprof`: $GO, Go 1.22 from backports, or PATH's. */
 static const char *find_go(void)
 {
@@ -166,13 +146,13 @@ TEST(profile)
 	snprintf(ks, sizeof(ks), "%s/kallsyms", dir);
 	snprintf(prof, sizeof(prof), "%s/p.pb.gz", dir);
 	pprof_trace(&s);
-	write_file(trace, s.buf, s.len);
-	write_file(ks, kallsyms, strlen(kallsyms));
+	synth_write_file(trace, s.buf, s.len);
+	synth_write_file(ks, kallsyms, strlen(kallsyms));
 	synth_free(&s);
 
 	snprintf(cmd, sizeof(cmd), "%s symbolize -k %s %s 2>&1 && %s pprof %s -o %s 2>&1 && "
 		 "gzip -t %s 2>&1", PAGETRACE_BIN, ks, trace, PAGETRACE_BIN, trace, prof, prof);
-	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, synth_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "5 sampled allocations")) TH_LOG("%s", out);
 
 	go = find_go();
@@ -182,7 +162,7 @@ TEST(profile)
 		SKIP(return, "no go to run `go tool pprof` (scripts/deps.sh installs golang-go)");
 	}
 	snprintf(cmd, sizeof(cmd), "HOME=%s %s tool pprof -raw %s 2>&1", dir, go, prof);
-	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, synth_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "alloc_samples/count alloc_pages/pages[dflt] "
 			       "inuse_samples/count inuse_pages/pages")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "Period: 64")) TH_LOG("%s", out);
@@ -209,7 +189,7 @@ TEST(profile)
 	/* -top agrees on the flat alloc_pages by function. */
 	snprintf(cmd, sizeof(cmd), "HOME=%s %s tool pprof -top -sample_index=alloc_pages %s 2>&1",
 		 dir, go, prof);
-	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(0, synth_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "Showing nodes accounting for 384pages, 100% of 384pages total"))
 		TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "128pages 33.33% 83.33%   128pages 33.33%  mod_fn"))
@@ -229,16 +209,16 @@ TEST(no_symbols)
 	snprintf(ks, sizeof(ks), "%s/kallsyms", dir);
 	snprintf(prof, sizeof(prof), "%s/p.pb.gz", dir);
 	pprof_trace(&s);
-	write_file(trace, s.buf, s.len);
+	synth_write_file(trace, s.buf, s.len);
 	synth_free(&s);
-	write_file(ks, "ffffffff81200000 T _stext\n", 26);
+	synth_write_file(ks, "ffffffff81200000 T _stext\n", 26);
 	snprintf(cmd, sizeof(cmd), "%s pprof %s -o %s --kallsyms %s 2>&1", PAGETRACE_BIN, trace,
 		 prof, ks);
-	EXPECT_EQ(1, WEXITSTATUS(run(cmd, out, sizeof(out)))) TH_LOG("%s", out);
+	EXPECT_EQ(1, WEXITSTATUS(synth_run(cmd, out, sizeof(out)))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "does not match the traced kernel")) TH_LOG("%s", out);
 	snprintf(cmd, sizeof(cmd), "%s pprof %s -o %s 2>&1 && gzip -dc %s | grep -ac 0xffffffff81003010",
 		 PAGETRACE_BIN, trace, prof, prof);
-	EXPECT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(0, synth_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "named by address")) TH_LOG("%s", out);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	system(cmd);

@@ -228,26 +228,6 @@ TEST(build_chunks)
 	pt_kallsyms_close(k);
 }
 
-static int run(const char *cmd, char *out, size_t len)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n;
-
-	if (!p)
-		return -1;
-	n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	return pclose(p);
-}
-
-static void write_file(const char *path, const void *p, size_t n)
-{
-	FILE *f = fopen(path, "w");
-
-	fwrite(p, 1, n, f);
-	fclose(f);
-}
-
 TEST(cli_symbolize)
 {
 	static const uint64_t fr[] = { 0xffffffff81003010ULL, 0xffffffffc0001008ULL };
@@ -265,21 +245,21 @@ TEST(cli_symbolize)
 	synth_stack_def(&s, 0, 5, 2, false, fr);
 	synth_sample(&s, 0, SEC, 5, 0x100, 1);
 	synth_flush_all(&s);
-	write_file(trace, s.buf, s.len);
-	write_file(ks, kallsyms, strlen(kallsyms));
+	synth_write_file(trace, s.buf, s.len);
+	synth_write_file(ks, kallsyms, strlen(kallsyms));
 	/* Another boot: everything 2 MiB further. */
-	write_file(bad, "ffffffff81200000 T _stext\nffffffff81203000 T __alloc_pages\n", 59);
+	synth_write_file(bad, "ffffffff81200000 T _stext\nffffffff81203000 T __alloc_pages\n", 59);
 
 	snprintf(cmd, sizeof(cmd), "%s symbolize --kallsyms %s %s 2>&1", PAGETRACE_BIN, bad,
 		 trace);
-	EXPECT_EQ(1, WEXITSTATUS(run(cmd, out, sizeof(out)))) TH_LOG("%s", out);
+	EXPECT_EQ(1, WEXITSTATUS(synth_run(cmd, out, sizeof(out)))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "does not match the traced kernel")) TH_LOG("%s", out);
 	snprintf(cmd, sizeof(cmd), "%s symbolize --kallsyms %s %s 2>&1", PAGETRACE_BIN, ks,
 		 trace);
-	EXPECT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(0, synth_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "named 2 of 2")) TH_LOG("%s", out);
 	/* Twice is refused. */
-	EXPECT_EQ(1, WEXITSTATUS(run(cmd, out, sizeof(out)))) TH_LOG("%s", out);
+	EXPECT_EQ(1, WEXITSTATUS(synth_run(cmd, out, sizeof(out)))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "has symbols already")) TH_LOG("%s", out);
 
 	fd = open(trace, O_RDONLY);
@@ -294,7 +274,7 @@ TEST(cli_symbolize)
 
 	/* dump -S shows the frames with their names. */
 	snprintf(cmd, sizeof(cmd), "%s dump -S %s 2>&1", PAGETRACE_BIN, trace);
-	EXPECT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(0, synth_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "stack=5")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "__alloc_pages+0x10")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "mod_fn [mymod]+0x8")) TH_LOG("%s", out);
@@ -304,10 +284,10 @@ TEST(cli_symbolize)
 	synth_init(&s, 1, 1024, 0);
 	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 1, 1);
 	synth_flush_all(&s);
-	write_file(trace, s.buf, s.len);
+	synth_write_file(trace, s.buf, s.len);
 	snprintf(cmd, sizeof(cmd), "%s symbolize --kallsyms %s %s 2>&1", PAGETRACE_BIN, ks,
 		 trace);
-	EXPECT_EQ(1, WEXITSTATUS(run(cmd, out, sizeof(out)))) TH_LOG("%s", out);
+	EXPECT_EQ(1, WEXITSTATUS(synth_run(cmd, out, sizeof(out)))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "no call stacks")) TH_LOG("%s", out);
 	synth_free(&s);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
