@@ -8,12 +8,15 @@
 #   3. boot the 6.1 kernel under QEMU (scripts/vm-run.sh): load pagetrace.ko,
 #      `pagetrace record -- sh workload.sh` (dd to tmpfs, find, a fork storm,
 #      9p reads, memcg reclaim of ext4 page cache, drop_caches), unload
-#   4. print `pagetrace stats` of the trace (also OUT/report.txt) and draw
-#      OUT/report.html
+#   4. print `pagetrace stats` of the trace (also OUT/report.txt), draw
+#      OUT/report.html, and write OUT/pages.pb.gz: the pages allocated by
+#      kernel call stack (the module samples a stack every 64 pages per
+#      CPU, stack_rate=64; the recorder names the frames), for
+#      `go tool pprof`, whose top entries end the report
 #
 # Usage: scripts/main-job.sh [OUT]        OUT defaults to ./out
 # Output: OUT/trace.bin (the v1 stream), OUT/report.txt, OUT/report.html,
-# OUT/console.log.
+# OUT/pages.pb.gz, OUT/console.log.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,7 +47,7 @@ cat >"$S/run.sh" <<'EOF'
 set -x
 H=/mnt/host
 uname -r
-insmod $H/pagetrace.ko || exit 1
+insmod $H/pagetrace.ko stack_rate=64 || exit 1
 # The workload, a few seconds under QEMU TCG: page cache, dentries, a
 # fork + exec storm, 9p reads, memcg reclaim (reclaim events) and
 # drop_caches (frees).
@@ -97,5 +100,13 @@ cp "$S/trace.bin" "$OUT/trace.bin"
 say "pagetrace stats $OUT/trace.bin"
 "$CLI" stats "$OUT/trace.bin" | tee "$OUT/report.txt"
 "$CLI" report "$OUT/trace.bin" -o "$OUT/report.html"
-echo "report: $OUT/report.html"
+"$CLI" pprof "$OUT/trace.bin" -o "$OUT/pages.pb.gz"
+GO=/usr/lib/go-1.22/bin/go
+if [ -x "$GO" ]; then
+	say "pages allocated by kernel call stack (go tool pprof -top $OUT/pages.pb.gz)"
+	{ echo; echo "Pages allocated, by kernel function (sampled call stacks):"
+	  HOME=$S "$GO" tool pprof -top -cum -nodecount=25 "$OUT/pages.pb.gz" 2>/dev/null; } |
+		tee -a "$OUT/report.txt"
+fi
+echo "report: $OUT/report.html, profile: $OUT/pages.pb.gz"
 echo "trace: $OUT/trace.bin ($(stat -c %s "$OUT/trace.bin") bytes), stats: $OUT/report.txt"
