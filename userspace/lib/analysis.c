@@ -889,6 +889,109 @@ process(struct pt_analysis *a, const struct pt_cevent *e, const struct pt_event 
 }
 
 /*
+ * apply() without hooks: what process() does, with the usual case (a
+ * whole block allocated into an empty flat slot, or freed from one, in a
+ * leaf of one zone) inline and the figures it changes most in registers;
+ * anything else goes through process().
+ */
+static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev,
+			       unsigned int upto, unsigned int n, int *ret)
+{
+	struct pt_analysis_priv *m = a->priv;
+	const uint64_t flat_lo = m->flat_lo, flat_span = m->flat_span;
+	struct leaf *const *dir = m->dir;
+	const uint32_t *leaf_zone = m->leaf_zone;
+	uint64_t in_use = a->in_use, blocks = a->in_use_blocks;
+	uint64_t peak = a->peak_in_use, peak_ns = a->peak_ns;
+	uint64_t bin_lo = m->bin_lo, bin_hi = m->bin_hi;
+	struct pt_rate_bin *bin = &a->bins[m->bin_idx];
+	unsigned int i;
+
+	for (i = 0; i < upto; i++) {
+		const struct pt_cevent *e = &ev[i];
+		uint64_t t = e->time_ns, pfn = e->pfn, np = pt_cevent_npages(e);
+		unsigned int type = pt_cevent_type(e);
+		uint64_t off = pfn - flat_lo, li = off >> LEAF_SHIFT;
+		struct pt_zone_stats *zs;
+		struct slot *s;
+		struct leaf *l;
+		uint32_t z;
+
+		if (i + PREFETCH_AHEAD < n)
+			blk_prefetch(m, ev[i + PREFETCH_AHEAD].pfn);
+		if (unlikely(off >= flat_span))
+			goto slow;
+		z = leaf_zone[li];
+		l = dir[li];
+		if (unlikely(z == LEAF_MIXED || !l))
+			goto slow;
+		s = &l->s[off & LEAF_MASK];
+		if (type == PT_EV_ALLOC ? unlikely(s->info != 0) : unlikely(slot_npages(s) != np))
+			goto slow;
+		if (unlikely(t < bin_lo || t >= bin_hi)) {
+			bin = rate_bin_slow(a, t);
+			bin_lo = m->bin_lo;
+			bin_hi = m->bin_hi;
+		}
+		bin->events[type]++;
+		bin->pages[type] += np;
+		zs = zone_stats(a, z);
+		zs->events[type]++;
+		zs->pages[type] += np;
+		if (type == PT_EV_ALLOC) {
+			unsigned int order = pt_life_order(np);
+
+			s->time_ns = t;
+			s->info = slot_info(np, order, false, z);
+			in_use += np;
+			blocks++;
+			a->in_use_by_order[order] += np;
+			zs->in_use += np;
+			if (zs->in_use > zs->peak_in_use)
+				zs->peak_in_use = zs->in_use;
+			if (in_use > peak) {
+				peak = in_use;
+				peak_ns = t;
+			}
+		} else {
+			struct slot b = *s;
+			unsigned int order = slot_order(&b);
+
+			s->info = 0;
+			blocks--;
+			in_use -= np;
+			a->in_use_by_order[order] -= np;
+			zone_stats(a, slot_zone(&b))->in_use -= np;
+			if (!slot_snap(&b))
+				life_add(&a->life[order], t > b.time_ns ? t - b.time_ns : 0);
+		}
+		continue;
+slow:
+		a->in_use = in_use;
+		a->in_use_blocks = blocks;
+		a->peak_in_use = peak;
+		a->peak_ns = peak_ns;
+		*ret = process(a, e, NULL, false);
+		in_use = a->in_use;
+		blocks = a->in_use_blocks;
+		peak = a->peak_in_use;
+		peak_ns = a->peak_ns;
+		bin_lo = m->bin_lo;
+		bin_hi = m->bin_hi;
+		bin = &a->bins[m->bin_idx];
+		if (*ret) {
+			i++;
+			break;
+		}
+	}
+	a->in_use = in_use;
+	a->in_use_blocks = blocks;
+	a->peak_in_use = peak;
+	a->peak_ns = peak_ns;
+	return i;
+}
+
+/*
  * Apply merged events @ev[0, @upto) of @n in time order, the block slot of
  * each prefetched PREFETCH_AHEAD events before: return how many were.
  */
@@ -899,6 +1002,8 @@ static unsigned int apply(struct pt_analysis *a, const struct pt_cevent *ev,
 	unsigned int i;
 
 	*ret = 0;
+	if (!m->p.event && !m->p.change)
+		return apply_fast(a, ev, upto, n, ret);
 	for (i = 0; i < upto && !*ret; i++) {
 		if (i + PREFETCH_AHEAD < n)
 			blk_prefetch(m, ev[i + PREFETCH_AHEAD].pfn);
