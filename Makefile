@@ -2,8 +2,9 @@
 #
 # make              pagetrace.ko for KVER (built here, like any out-of-tree
 #                   module) and the userspace library + pagetrace CLI
-# make check        every test: scripts/check.sh (root; installs what it needs)
-# make check-debug  the selftests on a 6.1 debug kernel (KASAN, lockdep,
+# make check        every test: scripts/check.sh (root; installs what it needs),
+#                   the debug kernel's run below included
+# make check-debug  only the selftests on a 6.1 debug kernel (KASAN, lockdep,
 #                   PROVE_RCU, DEBUG_ATOMIC_SLEEP, DEBUG_LIST) built once by
 #                   scripts/debug-kernel.sh into PT_DEBUG_KERNEL_CACHE
 # make stress       make check with the long stress tests: 60 s storms,
