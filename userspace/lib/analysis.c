@@ -26,7 +26,7 @@
 /* Events ahead whose block slot is prefetched: the map misses the cache. */
 #define PREFETCH_AHEAD		16
 /*
- * The flat map: one slot per PFN in leaves of LEAF_PFNS, made when first
+ * The flat map: one cell per PFN in leaves of LEAF_PFNS, made when first
  * written.  Leaves start at multiples of LEAF_PFNS, so a naturally aligned
  * block of order up to PT_SPLIT_ORDERS, and every piece of it, lies in one.
  */
@@ -52,7 +52,8 @@
 
 /*
  * An allocated block, or a piece of one that was partly freed, keyed by its
- * first PFN (implicit in the flat map).  @info packs npages (0: an empty
+ * first PFN: as the hash map keeps it, and as the flat map's cells (below)
+ * hold it in half the space.  @info packs npages (0: an empty
  * slot; at most 2^35), the order of the whole allocation, whether it comes
  * from a snapshot (no start time) and its zone (SLOT_ZONE_OTHER: in none).
  * Not bitfields: a field-by-field build on the stack stalls store forwarding.
@@ -101,9 +102,76 @@ static uint32_t slot_zone(const struct slot *s)
 	return z == SLOT_ZONE_OTHER ? PT_ZONE_OTHER : z;
 }
 
+/*
+ * The flat map holds a block in one 8-byte cell (0: none), so that it
+ * takes half the memory and cache of a struct slot: the low CELL_CODE_BITS
+ * are log2(npages) + 1, then the order, whether from a snapshot and the
+ * time in steps of 128 ns; the zone is the leaf's.  A block that does not
+ * fit (npages not a power of two, a time off the 128 ns grid or too late,
+ * another zone than its leaf's, a leaf of several zones) is in the hash
+ * map under its PFN, and its cell is CELL_ESC.
+ */
+#define CELL_CODE_BITS		6
+#define CELL_CODE_MASK		((1ULL << CELL_CODE_BITS) - 1)
+#define CELL_ESC		CELL_CODE_MASK
+#define CELL_ORDER_SHIFT	CELL_CODE_BITS
+#define CELL_SNAP_SHIFT		(CELL_ORDER_SHIFT + 6)
+#define CELL_TIME_SHIFT		(CELL_SNAP_SHIFT + 1)
+/* Times at or past this do not fit a cell (2^58 ns: 9 years). */
+#define CELL_TIME_END_SHIFT	(64 - CELL_TIME_SHIFT + PAGETRACE_TIME_LOST_BITS)
+
+/* Times that do not fit a cell: off the 128 ns grid, or at or past 2^58 ns. */
+#define CELL_TIME_BAD		(((1ULL << PAGETRACE_TIME_LOST_BITS) - 1) | ~0ULL << CELL_TIME_END_SHIFT)
+
+_Static_assert(PT_LIFE_ORDERS <= 64, "an order fits a cell");
+/*
+ * The reader keeps npages at most PAGETRACE_PFN_MAX + 1: so a power of two
+ * has a code below CELL_ESC, and its order (of the whole allocation) is
+ * log2(npages); apply_fast() counts on both.
+ */
+_Static_assert(PAGETRACE_PFN_BITS + 1 < CELL_CODE_MASK, "a code is never CELL_ESC");
+_Static_assert(PAGETRACE_PFN_BITS < PT_LIFE_ORDERS, "log2(npages) is the order");
+
 struct leaf {
-	struct slot	s[LEAF_PFNS];
+	uint64_t	c[LEAF_PFNS];
 };
+
+/* The code of a cell of @npages: never that of an empty cell, nor CELL_ESC. */
+static __attribute__((always_inline)) inline uint64_t cell_code(uint64_t npages)
+{
+	return (npages & (npages - 1)) | (npages >> 40) ? CELL_CODE_MASK + 1 :
+							  __builtin_ctzll(npages) + 1ULL;
+}
+
+/* May an allocation of @npages at @t (not from a snapshot) have a cell? */
+static __attribute__((always_inline)) inline bool cell_fits(uint64_t npages, uint64_t t)
+{
+	return !((npages & (npages - 1)) | (npages >> 40) |
+		 (t & ((1ULL << PAGETRACE_TIME_LOST_BITS) - 1)) | (t >> CELL_TIME_END_SHIFT));
+}
+
+static __attribute__((always_inline)) inline uint64_t
+cell_make(uint64_t npages, unsigned int order, bool snap, uint64_t t)
+{
+	return cell_code(npages) | (uint64_t)order << CELL_ORDER_SHIFT |
+	       (uint64_t)snap << CELL_SNAP_SHIFT |
+	       (snap ? 0 : t >> PAGETRACE_TIME_LOST_BITS << CELL_TIME_SHIFT);
+}
+
+static __attribute__((always_inline)) inline unsigned int cell_order(uint64_t c)
+{
+	return (c >> CELL_ORDER_SHIFT) & 63;
+}
+
+static __attribute__((always_inline)) inline bool cell_snap(uint64_t c)
+{
+	return (c >> CELL_SNAP_SHIFT) & 1;
+}
+
+static __attribute__((always_inline)) inline uint64_t cell_time(uint64_t c)
+{
+	return c >> CELL_TIME_SHIFT << PAGETRACE_TIME_LOST_BITS;
+}
 
 /* The hash map, for blocks starting outside the flat map. */
 struct hslot {
@@ -505,42 +573,102 @@ static struct leaf *leaf_new(struct pt_analysis_priv *m, uint64_t off)
 
 /* ------------------------------------------------- blocks, either map */
 
-/* The block starting at @pfn, or NULL. */
-static struct slot *blk_find(struct pt_analysis_priv *m, uint64_t pfn)
+/* The cell of block @s at @pfn, in the flat map: CELL_ESC if it does not fit one. */
+static uint64_t cell_pack(const struct pt_analysis_priv *m, uint64_t pfn, const struct slot *s)
 {
-	uint64_t off = pfn - m->flat_lo;
-	struct leaf *l;
+	uint32_t z = m->leaf_zone[(pfn - m->flat_lo) >> LEAF_SHIFT];
+	uint64_t np = slot_npages(s);
+	bool snap = slot_snap(s);
+
+	if (z == LEAF_MIXED || z != slot_zone(s) || !cell_fits(np, snap ? 0 : s->time_ns))
+		return CELL_ESC;
+	return cell_make(np, slot_order(s), snap, s->time_ns);
+}
+
+/* Cell @c at @pfn, not CELL_ESC, as a slot (a snapshot's without its time). */
+static void cell_unpack(const struct pt_analysis_priv *m, uint64_t pfn, uint64_t c,
+			struct slot *s)
+{
+	s->time_ns = cell_time(c);
+	s->info = slot_info(1ULL << ((c & CELL_CODE_MASK) - 1), cell_order(c), cell_snap(c),
+			    m->leaf_zone[(pfn - m->flat_lo) >> LEAF_SHIFT]);
+}
+
+/* The block starting at @pfn into *@out: false if there is none. */
+static bool blk_get(struct pt_analysis_priv *m, uint64_t pfn, struct slot *out)
+{
+	uint64_t off = pfn - m->flat_lo, c;
 	struct hslot *h;
 
 	if (likely(off < m->flat_span)) {
-		l = m->dir[off >> LEAF_SHIFT];
-		return l && l->s[off & LEAF_MASK].info ? &l->s[off & LEAF_MASK] : NULL;
+		const struct leaf *l = m->dir[off >> LEAF_SHIFT];
+
+		c = l ? l->c[off & LEAF_MASK] : 0;
+		if (!c)
+			return false;
+		if (c != CELL_ESC) {
+			cell_unpack(m, pfn, c, out);
+			return true;
+		}
 	}
 	h = map_find(m, pfn);
-	return h ? &h->s : NULL;
+	if (!h)
+		return false;
+	*out = h->s;
+	return true;
 }
 
-/* Forget the block @s found at @pfn. */
-static void blk_delete(struct pt_analysis_priv *m, uint64_t pfn, struct slot *s)
+/* Forget the block at @pfn, which is there. */
+static void blk_del(struct pt_analysis_priv *m, uint64_t pfn)
 {
-	if (likely(is_flat(m, pfn)))
-		s->info = 0;
-	else
-		map_delete(m, (struct hslot *)((char *)s - offsetof(struct hslot, s)));
+	uint64_t off = pfn - m->flat_lo;
+
+	if (likely(off < m->flat_span)) {
+		uint64_t *c = &m->dir[off >> LEAF_SHIFT]->c[off & LEAF_MASK];
+		bool esc = *c == CELL_ESC;
+
+		*c = 0;
+		if (!esc)
+			return;
+	}
+	map_delete(m, map_find(m, pfn));
 }
 
-/* Add block @s at @pfn, where there is none. */
-static int blk_insert(struct pt_analysis_priv *m, uint64_t pfn, const struct slot *s)
+/* Put block @s at @pfn, over the one there if any. */
+static int blk_put(struct pt_analysis_priv *m, uint64_t pfn, const struct slot *s)
 {
-	if (likely(is_flat(m, pfn))) {
-		uint64_t off = pfn - m->flat_lo;
+	uint64_t off = pfn - m->flat_lo;
+	struct hslot *h;
+
+	if (likely(off < m->flat_span)) {
 		struct leaf *l = m->dir[off >> LEAF_SHIFT];
+		uint64_t *cp, c;
 
 		if (!l)
 			l = leaf_new(m, off);
 		if (!l)
 			return -ENOMEM;
-		l->s[off & LEAF_MASK] = *s;
+		cp = &l->c[off & LEAF_MASK];
+		c = cell_pack(m, pfn, s);
+		if (*cp == CELL_ESC) {
+			h = map_find(m, pfn);
+			if (c == CELL_ESC) {
+				h->s = *s;
+				return 0;
+			}
+			map_delete(m, h);
+		} else if (c == CELL_ESC) {
+			int ret = map_insert(m, pfn, s);
+
+			if (ret)
+				return ret;
+		}
+		*cp = c;
+		return 0;
+	}
+	h = map_find(m, pfn);
+	if (h) {
+		h->s = *s;
 		return 0;
 	}
 	return map_insert(m, pfn, s);
@@ -555,33 +683,33 @@ blk_prefetch(const struct pt_analysis_priv *m, uint64_t pfn)
 		const struct leaf *l = m->dir[off >> LEAF_SHIFT];
 
 		if (l)
-			__builtin_prefetch(&l->s[off & LEAF_MASK]);
+			__builtin_prefetch(&l->c[off & LEAF_MASK]);
 	} else {
 		__builtin_prefetch(&m->map[map_slot(m, pfn)]);
 	}
 }
 
 /*
- * The block holding @pfn: it starts there, or at an aligned start below.
- * *@start gets where it starts.
+ * The block holding @pfn into *@b: it starts there, or at an aligned start
+ * below.  *@start gets where it starts.  False if there is none.
  */
-static struct slot *find_containing(struct pt_analysis_priv *m, uint64_t pfn,
-				    uint64_t *start)
+static bool find_containing(struct pt_analysis_priv *m, uint64_t pfn, uint64_t *start,
+			    struct slot *b)
 {
-	struct slot *b = blk_find(m, pfn);
+	bool found = blk_get(m, pfn, b);
 
 	*start = pfn;
-	for (unsigned int k = 1; !b && k <= PT_SPLIT_ORDERS; k++) {
+	for (unsigned int k = 1; !found && k <= PT_SPLIT_ORDERS; k++) {
 		uint64_t s = pfn & ~((1ULL << k) - 1);
 
 		if (s == pfn)
 			continue;
-		b = blk_find(m, s);
-		if (b && s + slot_npages(b) <= pfn)
-			b = NULL;
+		found = blk_get(m, s, b);
+		if (found && s + slot_npages(b) <= pfn)
+			found = false;
 		*start = s;
 	}
-	return b;
+	return found;
 }
 
 /* ------------------------------------------------------------ in use */
@@ -624,19 +752,19 @@ static int put_pieces(struct pt_analysis *a, const struct slot *b, uint64_t t, u
 {
 	while (from < to) {
 		unsigned int k = from ? __builtin_ctzll(from) : 63;
-		struct slot nb = *b;
+		struct slot nb = *b, old;
 		int ret;
 
 		while (k && (k >= 63 || from + (1ULL << k) > to))
 			k--;
 		nb.info = (b->info & ~SLOT_NPAGES_MASK) | 1ULL << k;
-		if (unlikely(blk_find(a->priv, from))) {
+		if (unlikely(blk_get(a->priv, from, &old))) {
 			in_use_sub(a, &nb, 1ULL << k);
 			if (a->priv->p.change)
 				a->priv->p.change(t, from, 1ULL << k, -1, slot_order(b),
 						  a->priv->p.arg);
 		} else {
-			ret = blk_insert(a->priv, from, &nb);
+			ret = blk_put(a->priv, from, &nb);
 			if (ret)
 				return ret;
 			a->in_use_blocks++;
@@ -654,18 +782,17 @@ static __attribute__((noinline)) int place_slow(struct pt_analysis *a, uint64_t 
 						const struct slot *nb)
 {
 	struct pt_analysis_priv *m = a->priv;
-	struct slot *old = blk_find(m, pfn);
+	struct slot old;
 
-	if (!old)
-		return blk_insert(m, pfn, nb);
+	if (!blk_get(m, pfn, &old))
+		return blk_put(m, pfn, nb);
 	/* Allocated again without a free in between: the free was lost. */
 	a->realloc_events++;
-	in_use_sub(a, old, slot_npages(old));
+	in_use_sub(a, &old, slot_npages(&old));
 	a->in_use_blocks--;
 	if (m->p.change)
-		m->p.change(nb->time_ns, pfn, slot_npages(old), -1, slot_order(old), m->p.arg);
-	*old = *nb;
-	return 0;
+		m->p.change(nb->time_ns, pfn, slot_npages(&old), -1, slot_order(&old), m->p.arg);
+	return blk_put(m, pfn, nb);
 }
 
 static __attribute__((always_inline)) inline int
@@ -681,9 +808,13 @@ do_alloc(struct pt_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, uint32_t 
 
 	if (off < m->flat_span) {
 		l = m->dir[off >> LEAF_SHIFT];
-		if (likely(l && !l->s[off & LEAF_MASK].info)) {
-			l->s[off & LEAF_MASK] = nb;
-			goto placed;
+		if (likely(l && !l->c[off & LEAF_MASK])) {
+			uint64_t c = cell_pack(m, pfn, &nb);
+
+			if (likely(c != CELL_ESC)) {
+				l->c[off & LEAF_MASK] = c;
+				goto placed;
+			}
 		}
 	} else {
 		h = map_probe(m, pfn);
@@ -732,12 +863,11 @@ static __attribute__((noinline)) int end_slow(struct pt_analysis *a, uint64_t t,
 
 	while (rem) {
 		uint64_t start, end, oend, len;
-		struct slot *e = find_containing(m, cur, &start), b;
+		struct slot b;
 
-		if (!e)
+		if (!find_containing(m, cur, &start, &b))
 			break;
-		b = *e;
-		blk_delete(m, start, e);
+		blk_del(m, start);
 		a->in_use_blocks--;
 		end = start + slot_npages(&b);
 		oend = cur + rem < end ? cur + rem : end;
@@ -767,16 +897,17 @@ do_end(struct pt_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, unsigned in
 	uint64_t off = pfn - m->flat_lo;
 	struct hslot *h;
 	struct leaf *l;
-	struct slot *e, b;
+	struct slot b;
 
 	/* The usual: a whole block goes. */
 	if (off < m->flat_span) {
 		l = m->dir[off >> LEAF_SHIFT];
 		if (likely(l)) {
-			e = &l->s[off & LEAF_MASK];
-			if (likely(slot_npages(e) == np)) {
-				b = *e;
-				e->info = 0;
+			uint64_t *cp = &l->c[off & LEAF_MASK];
+
+			if (likely((*cp & CELL_CODE_MASK) == cell_code(np))) {
+				cell_unpack(m, pfn, *cp, &b);
+				*cp = 0;
 				a->in_use_blocks--;
 				end_part(a, &b, t, pfn, np);
 				return 0;
@@ -913,7 +1044,7 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 		unsigned int type = pt_cevent_type(e);
 		uint64_t off = pfn - flat_lo, li = off >> LEAF_SHIFT;
 		struct pt_zone_stats *zs;
-		struct slot *s;
+		uint64_t *cp, c;
 		struct leaf *l;
 		uint32_t z;
 
@@ -925,9 +1056,16 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 		l = dir[li];
 		if (unlikely(z == LEAF_MIXED || !l))
 			goto slow;
-		s = &l->s[off & LEAF_MASK];
-		if (type == PT_EV_ALLOC ? unlikely(s->info != 0) : unlikely(slot_npages(s) != np))
+		cp = &l->c[off & LEAF_MASK];
+		c = *cp;
+		if (type == PT_EV_ALLOC) {
+			/* An empty cell, and a block that fits one. */
+			if (unlikely(c | (np & (np - 1)) | (t & CELL_TIME_BAD)))
+				goto slow;
+		} else if (unlikely(np != (1ULL << (c & CELL_CODE_MASK)) >> 1)) {
+			/* Not a whole block in a cell: empty (0) or escaped. */
 			goto slow;
+		}
 		if (unlikely(t < bin_lo || t >= bin_hi)) {
 			bin = rate_bin_slow(a, t);
 			bin_lo = m->bin_lo;
@@ -939,10 +1077,10 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 		zs->events[type]++;
 		zs->pages[type] += np;
 		if (type == PT_EV_ALLOC) {
-			unsigned int order = pt_life_order(np);
+			unsigned int order = __builtin_ctzll(np);
 
-			s->time_ns = t;
-			s->info = slot_info(np, order, false, z);
+			*cp = (order + 1ULL) | (uint64_t)order << CELL_ORDER_SHIFT |
+			      t >> PAGETRACE_TIME_LOST_BITS << CELL_TIME_SHIFT;
 			in_use += np;
 			blocks++;
 			a->in_use_by_order[order] += np;
@@ -954,16 +1092,19 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 				peak_ns = t;
 			}
 		} else {
-			struct slot b = *s;
-			unsigned int order = slot_order(&b);
+			unsigned int order = cell_order(c);
 
-			s->info = 0;
+			/* The cell's zone is its leaf's. */
+			*cp = 0;
 			blocks--;
 			in_use -= np;
 			a->in_use_by_order[order] -= np;
-			zone_stats(a, slot_zone(&b))->in_use -= np;
-			if (!slot_snap(&b))
-				life_add(&a->life[order], t > b.time_ns ? t - b.time_ns : 0);
+			zs->in_use -= np;
+			if (!cell_snap(c)) {
+				uint64_t bt = cell_time(c);
+
+				life_add(&a->life[order], t > bt ? t - bt : 0);
+			}
 		}
 		continue;
 slow:
