@@ -258,7 +258,7 @@ struct pt_bulk_data {
 	DECLARE_BITMAP(empty, PT_BULK_SLOTS);
 };
 
-static int pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+static int notrace pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct pt_bulk_data *d = (void *)ri->data;
 	int i;
@@ -294,7 +294,7 @@ static void pt_bulk_page(struct pt_bulk_data *d, struct page *page,
 		pt_emit_alloc(page_to_pfn(page), 1, origin);
 }
 
-static int pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+static int notrace pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct pt_origin origin = pt_return_origin(ri, regs);
 	struct pt_bulk_data *d = (void *)ri->data;
@@ -342,7 +342,7 @@ struct pt_alloc_data {
 	unsigned int order;
 };
 
-static int pt_alloc_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+static int notrace pt_alloc_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct pt_alloc_data *d = (void *)ri->data;
 
@@ -350,7 +350,7 @@ static int pt_alloc_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
-static int pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+static int notrace pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct pt_alloc_data *d = (void *)ri->data;
 	struct page *page = (struct page *)regs_return_value(regs);
@@ -364,8 +364,8 @@ static int pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 }
 
 /* Tracepoint mm_page_alloc(page, order, gfp, migratetype); page may be NULL. */
-static void pt_tp_alloc(void *data, struct page *page, unsigned int order,
-			gfp_t gfp, int migratetype)
+static void notrace pt_tp_alloc(void *data, struct page *page,
+				unsigned int order, gfp_t gfp, int migratetype)
 {
 	/* No registers: the stack is taken from here (stacks.c). */
 	if (page)
@@ -382,14 +382,14 @@ struct pt_contig_data {
 	unsigned long start;
 };
 
-static int pt_contig_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+static int notrace pt_contig_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	((struct pt_contig_data *)ri->data)->start =
 		regs_get_kernel_argument(regs, 1);
 	return 0;
 }
 
-static int pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+static int notrace pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	unsigned long start = ((struct pt_contig_data *)ri->data)->start;
 	unsigned long end = regs_return_value(regs);
@@ -411,7 +411,7 @@ static int pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs)
  * and we run in that task at the function's entry, so it holds still while
  * we walk it.
  */
-static int pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
+static int notrace pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
 {
 	struct list_head *list = (void *)regs_get_kernel_argument(regs, 0);
 	struct pt_origin origin = { regs };
@@ -424,7 +424,7 @@ static int pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
 }
 
 /* post_alloc_hook(page, order, gfp) */
-static int pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
+static int notrace pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 {
 	struct page *page = (struct page *)regs_get_kernel_argument(regs, 0);
 	struct pt_origin origin = { regs };
@@ -435,7 +435,7 @@ static int pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 }
 
 /* free_pcp_prepare(page, order), __free_pages_ok(page, order, fpi), ... */
-static int pt_free(struct kprobe *p, struct pt_regs *regs)
+static int notrace pt_free(struct kprobe *p, struct pt_regs *regs)
 {
 	pt_free_page((struct page *)regs_get_kernel_argument(regs, 0),
 		     regs_get_kernel_argument(regs, 1));
@@ -443,7 +443,7 @@ static int pt_free(struct kprobe *p, struct pt_regs *regs)
 }
 
 /* Tracepoint mm_page_free(page, order) */
-static void pt_tp_free(void *data, struct page *page, unsigned int order)
+static void notrace pt_tp_free(void *data, struct page *page, unsigned int order)
 {
 	pt_free_page(page, order);
 }
@@ -454,7 +454,7 @@ static void pt_tp_free(void *data, struct page *page, unsigned int order)
  * return address cannot tell; the test is the kernel's pcp_allowed_order()
  * (checked against its disassembly: order <= 3 || order == 9).
  */
-static int pt_free_unref_page(struct kprobe *p, struct pt_regs *regs)
+static int notrace pt_free_unref_page(struct kprobe *p, struct pt_regs *regs)
 {
 	unsigned int order = regs_get_kernel_argument(regs, 1);
 
@@ -465,7 +465,7 @@ static int pt_free_unref_page(struct kprobe *p, struct pt_regs *regs)
 }
 
 /* free_unref_folios(folios): every folio of the batch is freed. */
-static int pt_free_folios(struct kprobe *p, struct pt_regs *regs)
+static int notrace pt_free_folios(struct kprobe *p, struct pt_regs *regs)
 {
 	struct folio_batch *fb = (void *)regs_get_kernel_argument(regs, 0);
 	unsigned int type = pt_free_type();

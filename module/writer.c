@@ -11,6 +11,9 @@
  * and keeps the writer a plain sequence of loads and stores (no atomics);
  * NMIs do not allocate pages.
  *
+ * The hot functions are notrace: no __fentry__ call site, which costs an
+ * instruction even as a nop, and no way to trace the tracer.
+ *
  * The clock is local_clock(): the cheapest clock comparable across CPUs
  * (what perf and ftrace use by default), read with interrupts off so that
  * one CPU's timestamps never go backwards within its stream.
@@ -170,8 +173,13 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
 	c->task = owner;
 }
 
-static void pt_write(struct pt_cpu *c, unsigned int type, unsigned long pfn,
-		     unsigned long npages, const struct pt_origin *origin)
+/*
+ * Inlined into pt_emit() and pt_emit_alloc(): the hot path pays no call,
+ * and no saving of registers for one.
+ */
+static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
+				     unsigned long pfn, unsigned long npages,
+				     const struct pt_origin *origin)
 {
 	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
 	u64 now = local_clock();
@@ -274,7 +282,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
  * Called from the hooks with preemption disabled (kprobe, kretprobe and
  * tracepoint handlers all run so), which is also our RCU read side.
  */
-void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
+void notrace pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
 {
 	pt_emit_event(type, pfn, npages, NULL);
 }
@@ -287,8 +295,8 @@ void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
  *
  * As pt_emit().
  */
-void pt_emit_alloc(unsigned long pfn, unsigned long npages,
-		   const struct pt_origin *origin)
+void notrace pt_emit_alloc(unsigned long pfn, unsigned long npages,
+			   const struct pt_origin *origin)
 {
 	pt_emit_event(PAGETRACE_EV_ALLOC, pfn, npages, origin);
 }
