@@ -226,6 +226,7 @@ struct pt_analysis_priv {
 	uint64_t	flat_span;
 	struct leaf	**dir;
 	uint32_t	*leaf_zone;
+	struct pt_zone_stats **leaf_zs;	/* the same, NULL for LEAF_MIXED */
 	void		**arenas;
 	unsigned int	nr_arenas;
 	unsigned int	arena_left;	/* leaves left in the last arena */
@@ -1031,10 +1032,11 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 	struct pt_analysis_priv *m = a->priv;
 	const uint64_t flat_lo = m->flat_lo, flat_span = m->flat_span;
 	struct leaf *const *dir = m->dir;
-	const uint32_t *leaf_zone = m->leaf_zone;
+	struct pt_zone_stats *const *leaf_zs = m->leaf_zs;
 	uint64_t in_use = a->in_use, blocks = a->in_use_blocks;
 	uint64_t peak = a->peak_in_use, peak_ns = a->peak_ns;
-	uint64_t bin_lo = m->bin_lo, bin_hi = m->bin_hi;
+	/* The rate bin is [bin_lo, bin_lo + bin_w): bin_w 0 if none yet. */
+	uint64_t bin_lo = m->bin_lo, bin_w = m->bin_hi - m->bin_lo;
 	struct pt_rate_bin *bin = &a->bins[m->bin_idx];
 	unsigned int i;
 
@@ -1046,15 +1048,25 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 		struct pt_zone_stats *zs;
 		uint64_t *cp, c;
 		struct leaf *l;
-		uint32_t z;
 
-		if (i + PREFETCH_AHEAD < n)
-			blk_prefetch(m, ev[i + PREFETCH_AHEAD].pfn);
+		if (i + PREFETCH_AHEAD < n) {
+			uint64_t po = ev[i + PREFETCH_AHEAD].pfn - flat_lo;
+
+			if (likely(po < flat_span)) {
+				const struct leaf *pl = dir[po >> LEAF_SHIFT];
+
+				if (pl)
+					__builtin_prefetch(&pl->c[po & LEAF_MASK]);
+			} else {
+				blk_prefetch(m, ev[i + PREFETCH_AHEAD].pfn);
+			}
+		}
 		if (unlikely(off >= flat_span))
 			goto slow;
-		z = leaf_zone[li];
+		/* The leaf's zone: NULL if it has several. */
+		zs = leaf_zs[li];
 		l = dir[li];
-		if (unlikely(z == LEAF_MIXED || !l))
+		if (unlikely(!zs || !l))
 			goto slow;
 		cp = &l->c[off & LEAF_MASK];
 		c = *cp;
@@ -1066,14 +1078,13 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 			/* Not a whole block in a cell: empty (0) or escaped. */
 			goto slow;
 		}
-		if (unlikely(t < bin_lo || t >= bin_hi)) {
+		if (unlikely(t - bin_lo >= bin_w)) {
 			bin = rate_bin_slow(a, t);
 			bin_lo = m->bin_lo;
-			bin_hi = m->bin_hi;
+			bin_w = m->bin_hi - m->bin_lo;
 		}
 		bin->events[type]++;
 		bin->pages[type] += np;
-		zs = zone_stats(a, z);
 		zs->events[type]++;
 		zs->pages[type] += np;
 		if (type == PT_EV_ALLOC) {
@@ -1118,7 +1129,7 @@ slow:
 		peak = a->peak_in_use;
 		peak_ns = a->peak_ns;
 		bin_lo = m->bin_lo;
-		bin_hi = m->bin_hi;
+		bin_w = m->bin_hi - m->bin_lo;
 		bin = &a->bins[m->bin_idx];
 		if (*ret) {
 			i++;
@@ -1807,7 +1818,8 @@ static int flat_init(struct pt_analysis *a)
 	nr = (hi - lo + LEAF_MASK) >> LEAF_SHIFT;
 	m->dir = calloc(nr, sizeof(*m->dir));
 	m->leaf_zone = malloc(nr * sizeof(*m->leaf_zone));
-	if (!m->dir || !m->leaf_zone)
+	m->leaf_zs = malloc(nr * sizeof(*m->leaf_zs));
+	if (!m->dir || !m->leaf_zone || !m->leaf_zs)
 		return -ENOMEM;
 	m->flat_lo = lo;
 	m->flat_span = nr << LEAF_SHIFT;
@@ -1822,6 +1834,8 @@ static int flat_init(struct pt_analysis *a)
 			    ((edge[k] - lo) & LEAF_MASK))
 				m->leaf_zone[(edge[k] - lo) >> LEAF_SHIFT] = LEAF_MIXED;
 	}
+	for (uint64_t i = 0; i < nr; i++)
+		m->leaf_zs[i] = m->leaf_zone[i] == LEAF_MIXED ? NULL : zone_stats(a, m->leaf_zone[i]);
 	return 0;
 }
 
@@ -1968,6 +1982,7 @@ void pt_analysis_free(struct pt_analysis *a)
 		free(m->arenas);
 		free(m->dir);
 		free(m->leaf_zone);
+		free(m->leaf_zs);
 		free(m->map);
 		free(m->lt64);
 		free(m->lt128);
