@@ -257,6 +257,8 @@ struct pt_analysis_priv {
 	uint64_t	last_released;
 	bool		all_cpus_known;	/* v1: the header lists every CPU */
 	bool		want_full;	/* the event hook needs struct pt_event */
+	/* The rate bins are counted as runs arrive (add_run()), not in apply(). */
+	bool		bin_early;
 	int		err;		/* from a hook */
 	/* The rate bin last used, [bin_lo, bin_hi); empty at first. */
 	unsigned int	bin_idx;
@@ -985,8 +987,11 @@ count_event(struct pt_analysis *a, uint64_t t, unsigned int type, uint64_t np, u
 	z->events[type]++;
 	z->pages[type] += np;
 	if (!snap) {
-		struct pt_rate_bin *b = rate_bin(a, t);
+		struct pt_rate_bin *b;
 
+		if (a->priv->bin_early)
+			return;	/* counted by add_run() */
+		b = rate_bin(a, t);
 		b->events[type]++;
 		b->pages[type] += np;
 	} else if (type == PT_EV_ALLOC) {
@@ -1035,9 +1040,6 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 	struct pt_zone_stats *const *leaf_zs = m->leaf_zs;
 	uint64_t in_use = a->in_use, blocks = a->in_use_blocks;
 	uint64_t peak = a->peak_in_use, peak_ns = a->peak_ns;
-	/* The rate bin is [bin_lo, bin_lo + bin_w): bin_w 0 if none yet. */
-	uint64_t bin_lo = m->bin_lo, bin_w = m->bin_hi - m->bin_lo;
-	struct pt_rate_bin *bin = &a->bins[m->bin_idx];
 	unsigned int i;
 
 	for (i = 0; i < upto; i++) {
@@ -1078,13 +1080,6 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 			/* Not a whole block in a cell: empty (0) or escaped. */
 			goto slow;
 		}
-		if (unlikely(t - bin_lo >= bin_w)) {
-			bin = rate_bin_slow(a, t);
-			bin_lo = m->bin_lo;
-			bin_w = m->bin_hi - m->bin_lo;
-		}
-		bin->events[type]++;
-		bin->pages[type] += np;
 		zs->events[type]++;
 		zs->pages[type] += np;
 		if (type == PT_EV_ALLOC) {
@@ -1128,9 +1123,6 @@ slow:
 		blocks = a->in_use_blocks;
 		peak = a->peak_in_use;
 		peak_ns = a->peak_ns;
-		bin_lo = m->bin_lo;
-		bin_w = m->bin_hi - m->bin_lo;
-		bin = &a->bins[m->bin_idx];
 		if (*ret) {
 			i++;
 			break;
@@ -1154,7 +1146,7 @@ static unsigned int apply(struct pt_analysis *a, const struct pt_cevent *ev,
 	unsigned int i;
 
 	*ret = 0;
-	if (!m->p.event && !m->p.change)
+	if (m->bin_early)
 		return apply_fast(a, ev, upto, n, ret);
 	for (i = 0; i < upto && !*ret; i++) {
 		if (i + PREFETCH_AHEAD < n)
@@ -1655,6 +1647,53 @@ static int on_chunk(const struct pt_chunk *c, void *arg)
 	return 0;
 }
 
+/*
+ * pt_stats_add_run(), and with @bin (bin_early, not a snapshot) the run's
+ * rate bins: they need no time order, and a run mostly falls in one bin,
+ * whose counts then grow by what pt_stats_add_run() added by type.  A v1
+ * run is @sorted by time.
+ */
+static void add_run(struct pt_analysis *a, const struct pt_cevent *evs, unsigned int n,
+		    uint32_t cpu, bool bin, bool sorted)
+{
+	struct pt_analysis_priv *m = a->priv;
+	uint64_t ev[4], pg[4], lo = UINT64_MAX, hi = 0;
+	struct pt_rate_bin *b;
+
+	if (!bin || !n) {
+		pt_stats_add_run(&a->stats, evs, n, cpu);
+		return;
+	}
+	memcpy(ev, a->stats.by_type, sizeof(ev));
+	memcpy(pg, a->stats.pages_by_type, sizeof(pg));
+	pt_stats_add_run(&a->stats, evs, n, cpu);
+	if (sorted) {
+		lo = evs[0].time_ns;
+		hi = evs[n - 1].time_ns;
+	} else {
+		for (unsigned int i = 0; i < n; i++) {
+			lo = evs[i].time_ns < lo ? evs[i].time_ns : lo;
+			hi = evs[i].time_ns > hi ? evs[i].time_ns : hi;
+		}
+	}
+	/* The latest first: it may halve the resolution. */
+	b = rate_bin(a, hi);
+	if (lo >= m->bin_lo && hi < m->bin_hi) {
+		for (unsigned int k = PT_EV_ALLOC; k <= PT_EV_RECLAIM; k++) {
+			b->events[k] += a->stats.by_type[k] - ev[k];
+			b->pages[k] += a->stats.pages_by_type[k] - pg[k];
+		}
+		return;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int type = pt_cevent_type(&evs[i]);
+
+		b = rate_bin(a, evs[i].time_ns);
+		b->events[type]++;
+		b->pages[type] += pt_cevent_npages(&evs[i]);
+	}
+}
+
 /* A run of one CPU's events from one chunk; @full with the event hook. */
 static int arrive_run(struct pt_analysis *a, uint32_t cpu, uint16_t chunk_flags,
 		      const struct pt_cevent *evs, const struct pt_event *full,
@@ -1665,7 +1704,7 @@ static int arrive_run(struct pt_analysis *a, uint32_t cpu, uint16_t chunk_flags,
 	struct queue *q;
 	int ret;
 
-	pt_stats_add_run(&a->stats, evs, n, cpu);
+	add_run(a, evs, n, cpu, m->bin_early && !snap, m->all_cpus_known);
 	if (m->p.flags & PT_ANALYSIS_UNORDERED) {
 		for (unsigned int i = 0; i < n; i++)
 			count_event(a, evs[i].time_ns, pt_cevent_type(&evs[i]),
@@ -1773,7 +1812,7 @@ static int collect_in_place(struct pt_reader *r, struct pt_analysis *a)
 			memcpy(m->run, q->ev + q->tail, ret * sizeof(*m->run));
 			ret = arrive_run(a, c->cpu, c->flags, m->run, NULL, ret);
 		} else {
-			pt_stats_add_run(&a->stats, q->ev + q->tail, ret, cpu);
+			add_run(a, q->ev + q->tail, ret, cpu, m->bin_early, true);
 			ret = queue_commit(a, q, ret);
 		}
 		if (ret)
@@ -1867,6 +1906,7 @@ static int init(struct pt_reader *r, struct pt_analysis *a,
 				       4000000ULL * (ses ? ses->flush_ms : 0);
 	}
 	m->want_full = m->p.event;
+	m->bin_early = !m->p.event && !m->p.change && !(m->p.flags & PT_ANALYSIS_UNORDERED);
 	m->sortable = h->header_size && !m->want_full;
 	a->nr_zones = pt_reader_zones(r, &z);
 	/* Zone indexes fit a slot: a header of 1 MiB holds fewer zones. */
