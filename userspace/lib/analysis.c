@@ -1026,6 +1026,28 @@ process(struct pt_analysis *a, const struct pt_cevent *e, const struct pt_event 
 }
 
 /*
+ * The cell of @pfn in the flat map and *@zs its leaf's zone figures, or
+ * NULL if it is in no leaf of one zone (the block's slot is prefetched if
+ * it is hashed).
+ */
+static __attribute__((always_inline)) inline uint64_t *
+cell_at(const struct pt_analysis_priv *m, uint64_t pfn, uint64_t flat_lo, uint64_t flat_span,
+	struct leaf *const *dir, struct pt_zone_stats *const *leaf_zs,
+	struct pt_zone_stats **zs)
+{
+	uint64_t off = pfn - flat_lo;
+	struct leaf *l;
+
+	if (unlikely(off >= flat_span)) {
+		blk_prefetch(m, pfn);
+		return NULL;
+	}
+	l = dir[off >> LEAF_SHIFT];
+	*zs = leaf_zs[off >> LEAF_SHIFT];
+	return l && *zs ? &l->c[off & LEAF_MASK] : NULL;
+}
+
+/*
  * apply() without hooks: what process() does, with the usual case (a
  * whole block allocated into an empty flat slot, or freed from one, in a
  * leaf of one zone) inline and the figures it changes most in registers;
@@ -1040,37 +1062,32 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 	struct pt_zone_stats *const *leaf_zs = m->leaf_zs;
 	uint64_t in_use = a->in_use, blocks = a->in_use_blocks;
 	uint64_t peak = a->peak_in_use, peak_ns = a->peak_ns;
+	/*
+	 * Event j's cell (NULL: not in a leaf of one zone, or no leaf yet)
+	 * and its leaf's zone figures, found when its cell is prefetched.
+	 */
+	uint64_t *ring_cp[PREFETCH_AHEAD];
+	struct pt_zone_stats *ring_zs[PREFETCH_AHEAD];
 	unsigned int i;
 
+	_Static_assert(!(PREFETCH_AHEAD & (PREFETCH_AHEAD - 1)), "a ring");
+	for (i = 0; i < PREFETCH_AHEAD && i < n; i++)
+		ring_cp[i] = cell_at(m, ev[i].pfn, flat_lo, flat_span, dir, leaf_zs, &ring_zs[i]);
 	for (i = 0; i < upto; i++) {
 		const struct pt_cevent *e = &ev[i];
-		uint64_t t = e->time_ns, pfn = e->pfn, np = pt_cevent_npages(e);
-		unsigned int type = pt_cevent_type(e);
-		uint64_t off = pfn - flat_lo, li = off >> LEAF_SHIFT;
-		struct pt_zone_stats *zs;
-		uint64_t *cp, c;
-		struct leaf *l;
+		uint64_t t = e->time_ns, np = pt_cevent_npages(e);
+		unsigned int type = pt_cevent_type(e), r = i & (PREFETCH_AHEAD - 1);
+		struct pt_zone_stats *zs = ring_zs[r];
+		uint64_t *cp = ring_cp[r], c;
 
 		if (i + PREFETCH_AHEAD < n) {
-			uint64_t po = ev[i + PREFETCH_AHEAD].pfn - flat_lo;
-
-			if (likely(po < flat_span)) {
-				const struct leaf *pl = dir[po >> LEAF_SHIFT];
-
-				if (pl)
-					__builtin_prefetch(&pl->c[po & LEAF_MASK]);
-			} else {
-				blk_prefetch(m, ev[i + PREFETCH_AHEAD].pfn);
-			}
+			ring_cp[r] = cell_at(m, ev[i + PREFETCH_AHEAD].pfn, flat_lo, flat_span, dir,
+					     leaf_zs, &ring_zs[r]);
+			if (ring_cp[r])
+				__builtin_prefetch(ring_cp[r]);
 		}
-		if (unlikely(off >= flat_span))
+		if (unlikely(!cp))
 			goto slow;
-		/* The leaf's zone: NULL if it has several. */
-		zs = leaf_zs[li];
-		l = dir[li];
-		if (unlikely(!zs || !l))
-			goto slow;
-		cp = &l->c[off & LEAF_MASK];
 		c = *cp;
 		if (type == PT_EV_ALLOC) {
 			/* An empty cell, and a block that fits one. */
