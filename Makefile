@@ -41,7 +41,7 @@
 
 KVER		?= $(shell scripts/kernels.sh 6.1 2>/dev/null || uname -r)
 KDIR		?= /lib/modules/$(KVER)/build
-KERNELS		?= 6.1 6.12 rt
+KERNELS		?= 6.1 6.12 rt debug
 export KERNELS
 BENCH_KERNELS	?= 6.1
 
