@@ -1678,12 +1678,18 @@ static void add_run(struct pt_analysis *a, const struct pt_cevent *evs, unsigned
 	struct pt_rate_bin *b;
 
 	if (!bin || !n) {
-		pt_stats_add_run(&a->stats, evs, n, cpu);
+		if (sorted)
+			pt_stats_add_sorted_run(&a->stats, evs, n, cpu);
+		else
+			pt_stats_add_run(&a->stats, evs, n, cpu);
 		return;
 	}
 	memcpy(ev, a->stats.by_type, sizeof(ev));
 	memcpy(pg, a->stats.pages_by_type, sizeof(pg));
-	pt_stats_add_run(&a->stats, evs, n, cpu);
+	if (sorted)
+		pt_stats_add_sorted_run(&a->stats, evs, n, cpu);
+	else
+		pt_stats_add_run(&a->stats, evs, n, cpu);
 	if (sorted) {
 		lo = evs[0].time_ns;
 		hi = evs[n - 1].time_ns;
@@ -1721,7 +1727,7 @@ static int arrive_run(struct pt_analysis *a, uint32_t cpu, uint16_t chunk_flags,
 	struct queue *q;
 	int ret;
 
-	add_run(a, evs, n, cpu, m->bin_early && !snap, m->all_cpus_known);
+	add_run(a, evs, n, cpu, m->bin_early && !snap, m->all_cpus_known && !snap);
 	if (m->p.flags & PT_ANALYSIS_UNORDERED) {
 		for (unsigned int i = 0; i < n; i++)
 			count_event(a, evs[i].time_ns, pt_cevent_type(&evs[i]),

@@ -169,6 +169,9 @@ int pt_go_open(struct pt_reader *r);
 /* pt_stats_add_event() for a run of one chunk's events. */
 void pt_stats_add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
 		      uint32_t cpu);
+/* The same for a run in time order (of a v1 stream): a little faster. */
+void pt_stats_add_sorted_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
+			     uint32_t cpu);
 /*
  * The chunk that the next pt_reader_next_run() decodes, started if need be
  * (its callback runs): 1, 0 at the end of the stream, or an error;

@@ -106,8 +106,10 @@ static int chunk_cb(const struct pt_chunk *c, void *arg)
 	return 0;
 }
 
-void pt_stats_add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
-		      uint32_t cpu)
+/* @sorted: the run is in time order (v1), so its ends are its first and last. */
+static __attribute__((always_inline)) inline void
+add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n, uint32_t cpu,
+	bool sorted)
 {
 	struct pt_cpu_stats *cs = cpu_stats(s, cpu);
 	uint64_t first = s->first_ns, last = s->last_ns;
@@ -127,11 +129,29 @@ void pt_stats_add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned 
 			s->by_order[__builtin_ctzll(np)]++;
 		else
 			s->other_order++;
-		first = tm < first ? tm : first;
-		last = tm > last ? tm : last;
+		if (!sorted) {
+			first = tm < first ? tm : first;
+			last = tm > last ? tm : last;
+		}
+	}
+	if (sorted && n) {
+		first = evs[0].time_ns < first ? evs[0].time_ns : first;
+		last = evs[n - 1].time_ns > last ? evs[n - 1].time_ns : last;
 	}
 	s->first_ns = first;
 	s->last_ns = last;
+}
+
+void pt_stats_add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
+		      uint32_t cpu)
+{
+	add_run(s, evs, n, cpu, false);
+}
+
+void pt_stats_add_sorted_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
+			     uint32_t cpu)
+{
+	add_run(s, evs, n, cpu, true);
 }
 
 int pt_stats_collect(struct pt_reader *r, struct pt_stats *s)
