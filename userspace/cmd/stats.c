@@ -453,6 +453,8 @@ static struct pt_reader *open_stats_trace(const char *path, unsigned int flags, 
 {
 	struct pt_reader *r;
 	struct stat st;
+	long pages, page;
+	uint64_t avail;
 	void *p;
 	int ret;
 
@@ -466,7 +468,15 @@ static struct pt_reader *open_stats_trace(const char *path, unsigned int flags, 
 			close(*fd);
 		return open_trace(path, flags, fd);
 	}
-	p = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, *fd, 0);
+	/*
+	 * Mapped up front (faster than page by page), unless that could
+	 * push its own start out of memory before it is decoded.
+	 */
+	pages = sysconf(_SC_AVPHYS_PAGES);
+	page = sysconf(_SC_PAGESIZE);
+	avail = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	p = mmap(NULL, st.st_size, PROT_READ,
+		 MAP_PRIVATE | ((uint64_t)st.st_size <= avail / 2 ? MAP_POPULATE : 0), *fd, 0);
 	if (p == MAP_FAILED) {
 		close(*fd);
 		return open_trace(path, flags, fd);
