@@ -63,6 +63,7 @@
  *   tgid 0 is the kernel (interrupts), -1 events before any task record.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -448,9 +449,26 @@ static void print_stacks_filter(const struct pt_reader *r, bool json)
  * trace).  Anything else, or if mapping fails, goes through open_trace().
  * *@map and *@map_len are what close_stats_trace() unmaps.
  */
+/*
+ * A mapped file that another process truncates while we read it makes the
+ * next access past its new end a SIGBUS: say so and fail, as a read()
+ * that came up short would, rather than die of the signal.
+ */
+static void mapped_trace_shrank(int sig)
+{
+	static const char msg[] =
+		"pagetrace: the trace file shrank while it was read (truncated by another process?)\n";
+
+	(void)sig;
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(1);
+	_exit(1);
+}
+
 static struct pt_reader *open_stats_trace(const char *path, unsigned int flags, int *fd,
 					  void **map, size_t *map_len)
 {
+	struct sigaction sa = { .sa_handler = mapped_trace_shrank };
 	struct pt_reader *r;
 	struct stat st;
 	long pages, page;
@@ -482,6 +500,7 @@ static struct pt_reader *open_stats_trace(const char *path, unsigned int flags, 
 		return open_trace(path, flags, fd);
 	}
 	madvise(p, st.st_size, MADV_SEQUENTIAL);
+	sigaction(SIGBUS, &sa, NULL);
 	ret = pt_reader_open_mem(&r, p, st.st_size, flags);
 	if (ret) {
 		trace_error(path, r, ret);
