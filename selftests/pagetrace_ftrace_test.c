@@ -23,6 +23,11 @@
  * The workload: anonymous faults and munmap, tmpfs file writes and unlink,
  * fork and exit, on every CPU.
  *
+ * Events pagetrace lost and counted (an interrupt that frees a page while
+ * a probe handler runs on its CPU is dropped by the kprobe core, and
+ * counted: more likely on the slow KASAN/lockdep kernel) relax "equal" to
+ * "no more": ftrace may then have more, as many as were counted at most.
+ *
  * One more known difference, on PREEMPT_RT only: the free path is
  * preemptible between our probe at a function's entry and the tracepoint
  * inside it, so the two tracers may see one free on two CPUs.  Such an
@@ -274,7 +279,9 @@ TEST(ftrace_agrees)
 	struct evs pt = { 0 }, ft = { 0 };
 	struct pt_st_trace t = { 0 };
 	char report[4096], *line;
-	size_t i, lost = 0, nbulk = 0, bulk_seen = 0, migrated = 0;
+	size_t i, lost = 0, nbulk = 0, bulk_seen = 0, migrated = 0, all_missing = 0;
+	struct pagetrace_cpu_stats cs[MAX_CPUS];
+	uint64_t pt_lost = 0, probe_missed = 0;
 	bool rt = preempt_rt();
 	int ncpu, cpu, dev, checked = 0;
 	pid_t tc;
@@ -322,6 +329,15 @@ TEST(ftrace_agrees)
 	}
 
 	ASSERT_EQ(0, pt_st_collect(dev, &t)) TH_LOG("%s", t.err);
+	/*
+	 * What pagetrace lost, counted: chiefly a page freed by an interrupt
+	 * while a probe handler ran on its CPU, which the kprobe core drops
+	 * (probe_missed).  Only a loss that was not counted is a bug.
+	 */
+	memset(cs, 0, sizeof(cs));
+	ASSERT_EQ(0, pt_st_stats(dev, cs, MAX_CPUS, &probe_missed));
+	for (cpu = 0; cpu < MAX_CPUS; cpu++)
+		pt_lost += cs[cpu].lost;
 	close(dev);
 	kill(tc, SIGINT);
 	waitpid(tc, NULL, 0);
@@ -360,13 +376,21 @@ TEST(ftrace_agrees)
 			size_t ftf = counts[1][1][i], ptf = counts[0][1][i];
 			size_t fta = counts[1][0][i], pta = counts[0][0][i];
 
-			/* Per CPU exactly, but for migrations on RT (below). */
-			if (!rt)
+			/*
+			 * Per CPU exactly, but for migrations on RT (below),
+			 * and events pagetrace lost and counted.
+			 */
+			if (!rt && !pt_lost)
 				EXPECT_EQ(ftf, ptf) TH_LOG("cpu %d order %zu frees: ftrace %zu, pagetrace %zu",
 							   cpu, i, ftf, ptf);
-			if (!rt && i)
+			if (!rt && !pt_lost && i)
 				EXPECT_EQ(fta, pta) TH_LOG("cpu %d order %zu allocs: ftrace %zu, pagetrace %zu",
 							   cpu, i, fta, pta);
+			if (!rt && pt_lost) {
+				EXPECT_LE(ptf, ftf);
+				if (i)
+					EXPECT_LE(pta, fta);
+			}
 		}
 
 		/*
@@ -412,7 +436,9 @@ TEST(ftrace_agrees)
 				ia++;
 			}
 		}
-		EXPECT_EQ(0, missing);
+		all_missing += missing;
+		if (!pt_lost)
+			EXPECT_EQ(0, missing);
 		EXPECT_EQ(0, extra);
 		TH_LOG("cpu %d: %zu order-0 allocations only pagetrace saw", cpu,
 		       bulk_like);
@@ -423,6 +449,10 @@ TEST(ftrace_agrees)
 		free(b.v);
 	}
 	EXPECT_LT(0, checked);
+	/* Never more missing than pagetrace counted as lost. */
+	TH_LOG("pagetrace lost %" PRIu64 " events (kprobe core: %" PRIu64
+	       "), %zu ftrace events missing", pt_lost, probe_missed, all_missing);
+	EXPECT_LE(all_missing, pt_lost);
 	/* Each page of our bulk allocation: in pagetrace only, once. */
 	EXPECT_EQ(nbulk, bulk_seen);
 	if (migrated)
