@@ -258,6 +258,8 @@ static void __exit pt_exit(void)
 {
 	/* The open file pins the module, so no session is left here. */
 	pt_device_unregister();
+	/* Allocations that went through a return trampoline come back. */
+	pt_fentry_drain();
 }
 
 module_init(pt_init);

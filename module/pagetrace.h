@@ -5,6 +5,7 @@
  * Data flows one way:
  *
  *   hooks.c    the kernel's allocator paths -> pt_emit()
+ *   fentry.c   direct-call trampolines for hooks.c (hook=fentry)
  *   writer.c   pt_emit(): encode into this CPU's open buffer (the hot path)
  *   buffers.c  buffer memory, the writer/reader handoff, flush, loss counts
  *   filter.c   which events a session keeps (filter_* parameters)
@@ -19,6 +20,7 @@
 
 #include <asm/byteorder.h>
 #include <linux/cache.h>
+#include <linux/ftrace.h>
 #include <linux/irq_work.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
@@ -293,6 +295,24 @@ unsigned int pt_hooks_backend(void);
 int pt_hooks_register(unsigned int backend);
 void pt_hooks_unregister(void);
 unsigned long pt_hooks_missed(void);
+/* hooks.c: its trampolines (fentry.h), defined in assembly */
+void pt_free_tramp(void);
+void pt_free_unref_page_tramp(void);
+void pt_free_folios_tramp(void);
+void pt_alloc_tramp(void);
+
+/* fentry.c */
+struct pt_fentry {
+	struct ftrace_ops	ops;
+	unsigned long		tramp;
+};
+
+void pt_fexit_enter(void);
+void pt_fexit_leave(void);
+int pt_fentry_attach(struct pt_fentry *f, const char *symbol, void *tramp,
+		     unsigned long body);
+void pt_fentry_detach(struct pt_fentry *f);
+void pt_fentry_drain(void);
 
 /* device.c */
 int pt_device_register(void);

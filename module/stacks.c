@@ -117,7 +117,7 @@ static unsigned int pt_stack_take(struct pt_stacks *st,
 				  const struct pt_origin *o, bool *cut)
 {
 	unsigned long *f = st->scratch;
-	unsigned int n = 0, own = 0;
+	unsigned int n = 0, first;
 
 	if (o && o->regs) {
 		struct unwind_state state;
@@ -142,16 +142,25 @@ static unsigned int pt_stack_take(struct pt_stacks *st,
 		return n;
 	}
 
-	n = stack_trace_save(f, ARRAY_SIZE(st->scratch), 0);
-	*cut = n == ARRAY_SIZE(st->scratch);
-	while (own < n && within_module(f[own], THIS_MODULE))
-		own++;
-	n -= own;
+	/*
+	 * From here: our own frames (a fentry trampoline's included) are
+	 * dropped, and a return trampoline names the function it returns
+	 * from, which is not on the stack any more.
+	 */
+	n = stack_trace_save(f + 1, ARRAY_SIZE(st->scratch) - 1, 0);
+	*cut = n == ARRAY_SIZE(st->scratch) - 1;
+	/* The frames are f[1..n]; f[0] is room for o->func. */
+	first = 1;
+	while (first <= n && within_module(f[first], THIS_MODULE))
+		first++;
+	if (o && o->func)
+		f[--first] = o->func;
+	n = n + 1 - first;
 	if (n > PT_STACK_DEPTH) {
 		n = PT_STACK_DEPTH;
 		*cut = true;
 	}
-	memmove(f, f + own, n * sizeof(*f));
+	memmove(f, f + first, n * sizeof(*f));
 	return n;
 }
 

@@ -251,13 +251,18 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 					  unsigned long npages,
 					  const struct pt_origin *origin)
 {
-	struct pt_session *sess = rcu_dereference_sched(pt_live);
+	struct pt_session *sess;
 	struct pt_cpu *c;
 	unsigned long flags;
 
-	if (unlikely(!sess))
-		return;
+	/*
+	 * Interrupts off make this an RCU read side whatever the hook: the
+	 * fentry backend's handlers run preemptible.
+	 */
 	local_irq_save(flags);
+	sess = rcu_dereference_sched(pt_live);
+	if (unlikely(!sess))
+		goto out;
 	c = &sess->cpus[raw_smp_processor_id()];
 	/*
 	 * Counted before anything is decided, so that a path that neither
@@ -270,6 +275,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 		c->stats.filtered++;
 	else
 		pt_write(c, type, pfn, npages, origin);
+out:
 	local_irq_restore(flags);
 }
 
@@ -279,8 +285,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
  * @pfn: first page frame of the block
  * @npages: pages in the block
  *
- * Called from the hooks with preemption disabled (kprobe, kretprobe and
- * tracepoint handlers all run so), which is also our RCU read side.
+ * Called from the hooks in any context but NMI, preemptible or not.
  */
 void notrace pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
 {

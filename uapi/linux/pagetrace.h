@@ -149,6 +149,7 @@ struct pagetrace_rec_zone {
 /* Hook backends, struct pagetrace_rec_session.backend */
 #define PAGETRACE_BACKEND_KPROBE	0
 #define PAGETRACE_BACKEND_TRACEPOINT	1
+#define PAGETRACE_BACKEND_FENTRY	2
 
 /**
  * struct pagetrace_rec_session - how the session was set up

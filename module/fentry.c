@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The fentry backend's mechanism: attach a trampoline of fentry.h to a
+ * function's fentry call site as an ftrace direct call, and keep count of
+ * the calls that run below a return (fexit) trampoline.
+ *
+ * Attach and detach go through an ftrace_ops per hook, filtered on the one
+ * function: register_ftrace_direct_multi() on 6.1, register_ftrace_direct()
+ * from 6.3 on (the same call, renamed).  If another ftrace user shares the
+ * function (a kprobe, the function tracer), ftrace calls it first and then
+ * jumps to our trampoline; the trampoline sees the same stack either way.
+ *
+ * Calls in flight: a return trampoline is on the stack for as long as its
+ * function runs, sleeps included (an allocation may wait in reclaim for
+ * seconds).  Its text must not go away meanwhile.  pt_fexit_enter() and
+ * pt_fexit_exit() count those calls in a per-CPU counter: one
+ * this_cpu_inc() or this_cpu_dec() each, a single instruction that needs
+ * no lock and no atomic, safe against interrupts and preemption.  A task
+ * may enter on one CPU and leave on another, so only the sum over CPUs
+ * means anything; once the trampolines are detached no call adds to it,
+ * and pt_fentry_drain() (module exit) waits for it to reach zero.  The few
+ * instructions outside the counted window (before enter(), after exit())
+ * never sleep; an RCU-tasks grace period, which waits for every task to
+ * pass a voluntary context switch, covers them.
+ */
+#include <linux/cpumask.h>
+#include <linux/delay.h>
+#include <linux/ftrace.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/string.h>
+
+#include "fentry.h"
+#include "pagetrace.h"
+
+static DEFINE_PER_CPU(long, pt_fexit_calls);
+/* A trampoline was attached since the module was loaded. */
+static bool pt_fentry_used;
+
+/* Called by a return trampoline before the function's body. */
+void notrace pt_fexit_enter(void)
+{
+	this_cpu_inc(pt_fexit_calls);
+}
+
+/* Called by a return trampoline's exit handler, last. */
+void notrace pt_fexit_leave(void)
+{
+	this_cpu_dec(pt_fexit_calls);
+}
+
+static long pt_fexit_in_flight(void)
+{
+	long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu(pt_fexit_calls, cpu);
+	return sum;
+}
+
+#ifdef PT_HAVE_FTRACE_DIRECT_MULTI
+#define pt_register_direct(ops, addr)	register_ftrace_direct_multi(ops, addr)
+static int pt_unregister_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	int ret = unregister_ftrace_direct_multi(ops, addr);
+
+	ftrace_free_filter(ops);
+	return ret;
+}
+#else
+#define pt_register_direct(ops, addr)	register_ftrace_direct(ops, addr)
+#define pt_unregister_direct(ops, addr)	unregister_ftrace_direct(ops, addr, true)
+#endif
+
+/**
+ * pt_fentry_attach - make @symbol's fentry call site call @tramp
+ * @f: the attachment, zeroed or detached
+ * @symbol: the function
+ * @tramp: a trampoline of fentry.h
+ * @body: for a return trampoline, the address it calls (@symbol +
+ *	  PT_FENTRY_END), else 0
+ *
+ * A return trampoline calls @body directly, so the call site must end
+ * exactly there: once attached, the 5 bytes before @body must be the call
+ * ftrace patched in (0xe8), or the trampoline would jump into the middle
+ * of an instruction.  Checked, never assumed.
+ *
+ * Return: 0, -ENOENT if @symbol has no fentry call site (missing, inlined
+ * or notrace), -EILSEQ if the call site is not where @body says, or
+ * another error from ftrace (-EBUSY: another direct call is there
+ * already, e.g. a BPF trampoline).
+ */
+int pt_fentry_attach(struct pt_fentry *f, const char *symbol, void *tramp,
+		     unsigned long body)
+{
+	char name[KSYM_NAME_LEN];
+	int ret;
+
+	pt_fentry_used = true;
+	memset(&f->ops, 0, sizeof(f->ops));
+	f->tramp = (unsigned long)tramp;
+	/* ftrace_set_filter() parses (and may modify) its buffer. */
+	strscpy(name, symbol, sizeof(name));
+	ret = ftrace_set_filter(&f->ops, name, strlen(name), 1);
+	if (ret)
+		return ret == -EINVAL ? -ENOENT : ret;
+	ret = pt_register_direct(&f->ops, f->tramp);
+	if (ret) {
+		ftrace_free_filter(&f->ops);
+		return ret;
+	}
+	if (body && *(u8 *)(body - PT_FENTRY_CALL_SIZE) != 0xe8) {
+		pt_fentry_detach(f);
+		return -EILSEQ;
+	}
+	return 0;
+}
+
+/* Undo pt_fentry_attach(); calls already in a trampoline go on. */
+void pt_fentry_detach(struct pt_fentry *f)
+{
+	WARN_ON_ONCE(pt_unregister_direct(&f->ops, f->tramp));
+}
+
+/**
+ * pt_fentry_drain - wait until no task is inside a trampoline
+ *
+ * For module exit, after every trampoline was detached: the calls still
+ * below a return trampoline finish (waiting for them, however long they
+ * take, is what keeps the text they return to in place), then an RCU-tasks
+ * grace period lets every task off the uncounted instructions.
+ */
+void pt_fentry_drain(void)
+{
+	unsigned int waited = 0;
+
+	if (!pt_fentry_used)
+		return;
+	while (pt_fexit_in_flight()) {
+		if (++waited % 500 == 0)
+			pr_info("pagetrace: waiting for %ld allocation calls to return\n",
+				pt_fexit_in_flight());
+		msleep(20);
+	}
+	synchronize_rcu_tasks();
+}
