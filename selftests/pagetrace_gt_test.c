@@ -185,11 +185,12 @@ FIXTURE_VARIANT(gt)
 
 /*
  * One variant per allocator entry point pagetrace_gt.ko drives, under each
- * backend (the hook= parameter): both must see every operation once.
+ * backend (the hook= parameter): each must see every operation once.
  */
 #define GT_OP(name)							\
 	FIXTURE_VARIANT_ADD(gt, name##_kprobe) { #name, "kprobe" };	\
-	FIXTURE_VARIANT_ADD(gt, name##_tracepoint) { #name, "tracepoint" }
+	FIXTURE_VARIANT_ADD(gt, name##_tracepoint) { #name, "tracepoint" }; \
+	FIXTURE_VARIANT_ADD(gt, name##_fentry) { #name, "fentry" }
 GT_OP(pages_order0);
 GT_OP(pages_order3);
 GT_OP(pages_order5);
@@ -211,6 +212,15 @@ GT_OP(split_free);
 GT_OP(softirq);
 GT_OP(hardirq);
 GT_OP(contig);
+
+static int gt_backend(const char *hook)
+{
+	if (!strcmp(hook, "tracepoint"))
+		return PAGETRACE_BACKEND_TRACEPOINT;
+	if (!strcmp(hook, "fentry"))
+		return PAGETRACE_BACKEND_FENTRY;
+	return PAGETRACE_BACKEND_KPROBE;
+}
 
 FIXTURE_SETUP(gt)
 {
@@ -247,9 +257,7 @@ TEST_F(gt, entry_point)
 	ASSERT_EQ(0, pt_st_collect(self->dev, &self->trace))
 		TH_LOG("%s", self->trace.err);
 
-	ASSERT_EQ(strcmp(variant->hook, "tracepoint") ?
-		  PAGETRACE_BACKEND_KPROBE : PAGETRACE_BACKEND_TRACEPOINT,
-		  self->trace.backend);
+	ASSERT_EQ(gt_backend(variant->hook), self->trace.backend);
 
 	n = gt_parse(report, e, 1024, skip, sizeof(skip));
 	if (n < 0)
@@ -263,14 +271,16 @@ TEST_F(gt, entry_point)
 }
 
 /*
- * What each backend attaches, as the kprobe core lists it during a session:
- * the kprobe backend probes the allocator's entry and free functions; the
- * tracepoint backend leaves those to mm_page_alloc/mm_page_free and keeps
- * kprobes only for the bulk allocator, compaction and the reclaim scopes.
+ * What each backend attaches, as the kprobe core and ftrace list it during a
+ * session: the kprobe backend probes the allocator's entry and free
+ * functions; the tracepoint backend leaves those to mm_page_alloc/
+ * mm_page_free, and the fentry backend to direct calls from their fentry
+ * call sites into pagetrace's trampolines; both keep kprobes only for the
+ * bulk allocator, compaction and the reclaim scopes.
  */
-static int gt_kprobes_list(char *buf, size_t len)
+static int gt_read_file(const char *path, char *buf, size_t len)
 {
-	int fd = open("/sys/kernel/debug/kprobes/list", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n, total = 0;
 
 	if (fd < 0)
@@ -279,6 +289,35 @@ static int gt_kprobes_list(char *buf, size_t len)
 		total += n;
 	close(fd);
 	buf[total] = '\0';
+	return 0;
+}
+
+static int gt_kprobes_list(char *buf, size_t len)
+{
+	return gt_read_file("/sys/kernel/debug/kprobes/list", buf, len);
+}
+
+/*
+ * Whether ftrace's enabled_functions shows a direct call from @sym's
+ * fentry call site to a pagetrace trampoline: "sym (1) ...\n\tdirect-->
+ * pt_..._tramp+0x0/0x.. [pagetrace]".
+ */
+static int gt_direct(const char *list, const char *sym)
+{
+	const char *p = list;
+	size_t len = strlen(sym);
+
+	for (; (p = strstr(p, sym)); p += len) {
+		const char *eol;
+
+		if ((p != list && p[-1] != '\n') || p[len] != ' ')
+			continue;
+		eol = strchr(p, '\n');
+		if (eol && !strncmp(eol, "\n\tdirect-->pt_", 13) &&
+		    strstr(eol, "[pagetrace]") &&
+		    strstr(eol, "[pagetrace]") < strchr(eol + 1, '\n'))
+			return 1;
+	}
 	return 0;
 }
 
@@ -295,7 +334,7 @@ TEST(backend_attach_points)
 	static const char * const tp_free[] = {
 		"free_pcp_prepare", "free_unref_page", "free_unref_folios",
 	};
-	static char list[1 << 16];
+	static char list[1 << 16], ftrace[1 << 16];
 	struct utsname u;
 	const char *alloc, *compact;
 	unsigned int i;
@@ -334,6 +373,22 @@ TEST(backend_attach_points)
 	}
 	/* No tracepoint covers these: kprobes stay. */
 	EXPECT_TRUE(gt_listed(list, compact)) TH_LOG("tracepoint backend: %s not probed", compact);
+	EXPECT_TRUE(gt_listed(list, "shrink_folio_list"));
+
+	ASSERT_EQ(0, pt_st_set_hook("fentry"));
+	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, gt_kprobes_list(list, sizeof(list)));
+	ASSERT_EQ(0, gt_read_file("/sys/kernel/debug/tracing/enabled_functions",
+				  ftrace, sizeof(ftrace)));
+	close(dev);
+	pt_st_set_hook("kprobe");
+	EXPECT_FALSE(gt_listed(list, alloc)) TH_LOG("fentry backend probes %s", alloc);
+	EXPECT_FALSE(gt_listed(list, "__free_pages_ok"));
+	EXPECT_TRUE(gt_direct(ftrace, alloc)) TH_LOG("fentry backend: no direct call from %s:\n%s",
+						     alloc, ftrace);
+	EXPECT_TRUE(gt_direct(ftrace, "__free_pages_ok"));
+	EXPECT_TRUE(gt_listed(list, compact)) TH_LOG("fentry backend: %s not probed", compact);
 	EXPECT_TRUE(gt_listed(list, "shrink_folio_list"));
 
 	/* A bad backend name is refused. */

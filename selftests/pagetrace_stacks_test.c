@@ -3,12 +3,12 @@
  * Sampled call stacks (stack_rate=N): checked on the raw words the module
  * wrote, against allocations of known origin.
  *
- *  - gt_kprobe, gt_tracepoint: with stack_rate=1 every allocation is
+ *  - gt_kprobe, gt_tracepoint, gt_fentry: with stack_rate=1 every allocation is
  *    sampled.  Every alloc event must come right after a SAMPLE word whose
  *    stack the same chunk defined before; the allocations pagetrace_gt.ko
  *    made must have a stack that passes through pagetrace_gt's code, and
- *    (kprobe) starts at the entry of the allocator function that was probed or
- *    (tracepoint) inside the function that fired the tracepoint.
+ *    (kprobe, fentry) starts at the entry of the allocator function that was
+ *    hooked or (tracepoint) inside the function that fired the tracepoint.
  *  - rate: with stack_rate=8 a process that faults in 4096 single pages
  *    gets about one sample per 8 pages allocated (within a factor of 2),
  *    and the words agree with the kernel's samples counters.
@@ -332,10 +332,11 @@ static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 			   &g.first_start[0], &g.first_end[0]));
 	ASSERT_EQ(0, ksym2("__alloc_pages_bulk", "alloc_pages_bulk_noprof",
 			   &g.first_start[1], &g.first_end[1]));
-	if (!strcmp(hook, "kprobe")) {
+	if (strcmp(hook, "tracepoint")) {
 		/*
 		 * A kretprobe's stack starts at its function's entry: the
-		 * probe's address, past the endbr64 where the kernel has IBT.
+		 * probe's address, past the endbr64 where the kernel has IBT;
+		 * a fentry return trampoline names the function it called.
 		 */
 		g.first_end[0] = g.first_start[0] + 8;
 		g.first_end[1] = g.first_start[1] + 8;
@@ -381,6 +382,11 @@ TEST_F_TIMEOUT(st, gt_kprobe, 200)
 TEST_F_TIMEOUT(st, gt_tracepoint, 200)
 {
 	gt_stacks(_metadata, self, "tracepoint");
+}
+
+TEST_F_TIMEOUT(st, gt_fentry, 200)
+{
+	gt_stacks(_metadata, self, "fentry");
 }
 
 TEST_F_TIMEOUT(st, rate, 200)

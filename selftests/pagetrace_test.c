@@ -861,7 +861,7 @@ TEST_F(pt, header)
 	ASSERT_TRUE(self->hi.have_session);
 	ASSERT_EQ(read_param("nr_bufs"), (long)self->hi.sess.nr_bufs);
 	ASSERT_EQ(read_param("flush_ms"), (long)self->hi.sess.flush_ms);
-	ASSERT_GE(PAGETRACE_BACKEND_TRACEPOINT, self->hi.sess.backend);
+	ASSERT_GE(PAGETRACE_BACKEND_FENTRY, self->hi.sess.backend);
 	for (int i = 0; i < 5; i++) {
 		ASSERT_EQ(0, self->hi.sess.reserved[i]);
 	}
@@ -1781,7 +1781,7 @@ TEST_F_TIMEOUT(pt, missing_symbol_refused, 180)
 		{ "require=pagetrace_no_such_function", "pagetrace_no_such_function" },
 		/* Inlined into get_page_from_freelist() on 6.1 and 6.12. */
 		{ "require=prep_new_page", "prep_new_page" },
-		{ "hook=ftrace", "kprobe, tracepoint" },
+		{ "hook=ftrace", "kprobe, tracepoint, fentry" },
 	};
 	static char log[1 << 16];
 	struct utsname u;
