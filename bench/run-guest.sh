@@ -85,7 +85,7 @@ start() {
 	none)
 		grep -q '^pagetrace ' /proc/modules && rmmod pagetrace
 		;;
-	loaded|pt-kprobe|pt-tracepoint|pt-stacks|pt-filter)
+	loaded|pt-kprobe|pt-tracepoint|pt-fentry|pt-stacks|pt-filter)
 		grep -q '^pagetrace ' /proc/modules || insmod $H/pagetrace.ko ||
 			{ echo "insmod pagetrace.ko failed"; return; }
 		[ $1 = loaded ] && return
