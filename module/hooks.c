@@ -11,7 +11,7 @@
  *              their fentry call sites into our own trampolines
  *              (fentry.h): a return trampoline on the allocator entry, an
  *              entry trampoline on each free function.  No kprobe lookup,
- *              no pt_regs, no rethook: about a third of the kprobe
+ *              no pt_regs, no rethook: about 40% of the kprobe
  *              backend's cost.  Where a function has no fentry call site
  *              (free_pages_prepare on 6.12) it keeps its kprobe.
  *  tracepoint  the kmem tracepoints mm_page_alloc and mm_page_free where
@@ -241,7 +241,8 @@ static void pt_free_block(unsigned long pfn, unsigned long npages)
 	pt_emit(pt_free_type(), pfn, npages);
 }
 
-static void pt_free_page(struct page *page, unsigned int order)
+/* Also the fentry trampolines' handler, hence __used (see below). */
+static __used void notrace pt_free_page(struct page *page, unsigned int order)
 {
 	pt_free_block(page_to_pfn(page), 1UL << order);
 }
@@ -461,20 +462,25 @@ static void notrace pt_tp_free(void *data, struct page *page, unsigned int order
  * free_unref_page(page, order) on 6.12 keeps the orders the per-CPU lists
  * take and passes the rest on to __free_pages_ok(), by a tail jump, so the
  * return address cannot tell; the test is the kernel's pcp_allowed_order()
- * (checked against its disassembly: order <= 3 || order == 9).
+ * (checked against its disassembly: order <= 3 || order == 9).  Called
+ * with the function's arguments, by its kprobe or its fentry trampoline.
  */
-static int notrace pt_free_unref_page(struct kprobe *p, struct pt_regs *regs)
+static __used void notrace pt_free_unref(struct page *page, unsigned int order)
 {
-	unsigned int order = regs_get_kernel_argument(regs, 1);
-
 	if (order <= PAGE_ALLOC_COSTLY_ORDER ||
 	    (IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) && order == HPAGE_PMD_ORDER))
-		return pt_free(p, regs);
+		pt_free_page(page, order);
+}
+
+static int notrace pt_free_unref_page(struct kprobe *p, struct pt_regs *regs)
+{
+	pt_free_unref((struct page *)regs_get_kernel_argument(regs, 0),
+		      regs_get_kernel_argument(regs, 1));
 	return 0;
 }
 
 /* free_unref_folios(folios): every folio of the batch is freed. */
-static void pt_free_batch(struct folio_batch *fb)
+static __used void notrace pt_free_batch(struct folio_batch *fb)
 {
 	unsigned int type = pt_free_type();
 	unsigned int i;
@@ -497,31 +503,14 @@ static int notrace pt_free_folios(struct kprobe *p, struct pt_regs *regs)
  * function runs, and leave everything else to pt_emit().
  */
 
-/* free_pcp_prepare, __free_pages_ok: (page, order, ...) */
-static __used void notrace pt_fentry_free(struct page *page, unsigned int order)
-{
-	pt_free_page(page, order);
-}
-
-PT_FENTRY_TRAMPOLINE(pt_free_tramp, pt_fentry_free);
-
-/* free_unref_page(page, order) on 6.12, see pt_free_unref_page(). */
-static __used void notrace pt_fentry_free_unref_page(struct page *page,
-						     unsigned int order)
-{
-	if (order <= PAGE_ALLOC_COSTLY_ORDER ||
-	    (IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) && order == HPAGE_PMD_ORDER))
-		pt_free_page(page, order);
-}
-
-PT_FENTRY_TRAMPOLINE(pt_free_unref_page_tramp, pt_fentry_free_unref_page);
-
-static __used void notrace pt_fentry_free_folios(struct folio_batch *fb)
-{
-	pt_free_batch(fb);
-}
-
-PT_FENTRY_TRAMPOLINE(pt_free_folios_tramp, pt_fentry_free_folios);
+/*
+ * Each trampoline calls the handler its kprobe calls too, with the
+ * function's own arguments: free_pcp_prepare and __free_pages_ok (page,
+ * order, ...), free_unref_page (page, order), free_unref_folios (folios).
+ */
+PT_FENTRY_TRAMPOLINE(pt_free_tramp, pt_free_page);
+PT_FENTRY_TRAMPOLINE(pt_free_unref_page_tramp, pt_free_unref);
+PT_FENTRY_TRAMPOLINE(pt_free_folios_tramp, pt_free_batch);
 
 /*
  * The page allocator's entry point, whose return the fexit trampoline
