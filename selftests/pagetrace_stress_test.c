@@ -13,10 +13,14 @@
  *                     open works and records
  *  open_close         PT_STRESS_OPENS (default 10000) open/close cycles
  *  reload             PT_STRESS_RELOADS (default 100) insmod, session,
- *                     rmmod; rmmod refused while a reader holds the device
- *                     (both stop early after PT_STRESS_BUDGET seconds if
- *                     set: under TCG a session start + stop takes ~0.8 s,
- *                     a reload ~1.7 s, so make check runs them on a budget)
+ *                     rmmod, the backends in turn; rmmod refused while a
+ *                     reader holds the device (both stop early after
+ *                     PT_STRESS_BUDGET seconds if set: under TCG a session
+ *                     start + stop takes ~0.8 s, a reload ~1.7 s, so make
+ *                     check runs them on a budget)
+ *  unload_under_storm the same rounds with hook=fentry while every CPU
+ *                     allocates: rmmod comes while calls run below the
+ *                     return trampoline, and must wait for them
  *  oom                a memory hog driven to the OOM killer while we trace
  *                     (in a memcg; PT_STRESS_OOM=global: the whole VM)
  *
@@ -606,7 +610,11 @@ TEST_F_TIMEOUT(st, reload, 30000)
 	for (i = 0; i < n && in_budget(t0, budget); i++) {
 		int fd;
 
-		ASSERT_EQ(0, pt_st_mod_reload(i & 1 ? "hook=tracepoint" : ""))
+		static const char * const hooks[] = {
+			"", "hook=tracepoint", "hook=fentry",
+		};
+
+		ASSERT_EQ(0, pt_st_mod_reload(hooks[i % 3]))
 			TH_LOG("round %ld", i);
 		fd = open(DEV, O_RDONLY | O_CLOEXEC);
 		ASSERT_LE(0, fd) TH_LOG("round %ld: open: %s", i, strerror(errno));
@@ -623,6 +631,47 @@ TEST_F_TIMEOUT(st, reload, 30000)
 	TH_LOG("%ld of %ld load/session/unload rounds in %.1f s (budget %ld s)",
 	       i, n, (pt_st_mono_ns() - t0) / 1e9, budget);
 	ASSERT_LE(n < 5 ? n : 5, i) TH_LOG("fewer than 5 rounds");
+}
+
+/*
+ * hook=fentry's return trampoline stays on the stack of every allocation
+ * that entered it, after the session stopped and the trampolines were
+ * detached.  Unload the module while every CPU allocates: module exit must
+ * wait for those calls (module/fentry.c), or they return into freed text.
+ */
+TEST_F_TIMEOUT(st, unload_under_storm, 30000)
+{
+	long n = env_long("PT_STRESS_RELOADS", 100);
+	long budget = env_long("PT_STRESS_BUDGET", 0);
+	uint64_t t0 = pt_st_mono_ns(), worst = 0;
+	struct pt_st_trace tr;
+	struct storm s;
+	long i;
+
+	ASSERT_LT(0, storm_start(&s));
+	for (i = 0; i < n && in_budget(t0, budget); i++) {
+		uint64_t t;
+		int fd;
+
+		ASSERT_EQ(0, pt_st_mod_reload("hook=fentry")) TH_LOG("round %ld", i);
+		fd = open(DEV, O_RDONLY | O_CLOEXEC);
+		ASSERT_LE(0, fd) TH_LOG("round %ld: open: %s", i, strerror(errno));
+		usleep(20000 + (i * 7919) % 100000);
+		ASSERT_EQ(0, pt_st_collect(fd, &tr)) TH_LOG("round %ld: %s", i, tr.err);
+		ASSERT_LT(0, tr.nr) TH_LOG("round %ld: no event under the storm", i);
+		pt_st_trace_free(&tr);
+		ASSERT_EQ(0, close(fd));
+		t = pt_st_mono_ns();
+		ASSERT_EQ(0, pt_st_mod_unload()) TH_LOG("round %ld", i);
+		t = pt_st_mono_ns() - t;
+		worst = t > worst ? t : worst;
+	}
+	storm_stop(&s);
+	ASSERT_EQ(0, pt_st_mod_reload("")) TH_LOG("the module back, default hook");
+	TH_LOG("%ld of %ld fentry load/session/unload rounds under the storm in %.1f s, the slowest unload %.2f s",
+	       i, n, (pt_st_mono_ns() - t0) / 1e9, worst / 1e9);
+	ASSERT_LE(n < 5 ? n : 5, i) TH_LOG("fewer than 5 rounds");
+	ASSERT_GT(60 * 1000000000ULL, worst);
 }
 
 /*
