@@ -23,12 +23,12 @@
  */
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
-#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
+#include "clock.h"
 #include "pagetrace.h"
 
 static void pt_wake(struct irq_work *work)
@@ -87,7 +87,7 @@ void pt_buffers_free(struct pt_session *sess)
  */
 static void pt_flush_one(struct pt_cpu *c)
 {
-	if (!c->chunk && c->lost && !pt_open_chunk(c, local_clock()))
+	if (!c->chunk && c->lost && !pt_open_chunk(c, pt_clock_now()))
 		return;
 	if (c->chunk && (c->len > 2 || c->lost))
 		pt_close_chunk(c, PAGETRACE_CHUNK_FLUSHED);

@@ -17,12 +17,12 @@
  */
 #include <linux/irqflags.h>
 #include <linux/mmzone.h>
-#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/utsname.h>
 
+#include "clock.h"
 #include "pagetrace.h"
 
 static size_t pt_rec_space(size_t payload)
@@ -87,6 +87,7 @@ int pt_header_build(struct pt_session *sess)
 		.nr_bufs = pt_le32(sess->nr_bufs),
 		.backend = pt_le32(sess->backend),
 		.flush_ms = pt_le32(sess->flush_ms),
+		.clock_error_ns = pt_le32(pt_tsc.error_ns),
 	};
 	struct pagetrace_header *h;
 	unsigned long flags;
@@ -116,7 +117,7 @@ int pt_header_build(struct pt_session *sess)
 	h->flags = pt_le32(sess->header_flags);
 
 	local_irq_save(flags);
-	h->start_ns = pt_le64(local_clock());
+	h->start_ns = pt_le64(pt_clock_now());
 	h->start_mono_ns = pt_le64(ktime_get_ns());
 	h->start_real_ns = pt_le64(ktime_get_real_ns());
 	local_irq_restore(flags);

@@ -18,8 +18,6 @@
 
 #include "pagetrace.h"
 
-struct pt_session __rcu *pt_live;
-
 unsigned int pt_buf_size = 64 << 10;
 unsigned int pt_nr_bufs = 16;
 unsigned int pt_flush_ms = 250;
@@ -119,7 +117,7 @@ int pt_session_start(struct pt_session **out)
 	sess->flush_ms = READ_ONCE(pt_flush_ms);
 	sess->backend = pt_hooks_backend();
 	sess->stack_rate = READ_ONCE(pt_stack_rate);
-	sess->header_flags = PAGETRACE_CLOCK_LOCAL;
+	sess->header_flags = pt_clock_select();
 	if (pt_snapshot_wanted())
 		sess->header_flags |= PAGETRACE_FLAG_SNAPSHOT;
 	if (READ_ONCE(pt_tasks_on))
@@ -153,10 +151,10 @@ int pt_session_start(struct pt_session **out)
 	if (ret)
 		goto free_header;
 
-	rcu_assign_pointer(pt_live, sess);
+	pt_writers_publish(sess);
 	ret = pt_hooks_register(sess->backend);
 	if (ret)
-		goto clear_live;
+		goto clear_writers;
 	/*
 	 * The memory map, with the probes already attached: a page allocated
 	 * or freed meanwhile shows up in the snapshot or as an event (or
@@ -174,8 +172,8 @@ int pt_session_start(struct pt_session **out)
 
 unregister_hooks:
 	pt_hooks_unregister();
-clear_live:
-	RCU_INIT_POINTER(pt_live, NULL);
+clear_writers:
+	pt_writers_clear();
 	synchronize_rcu();
 free_header:
 	kfree(sess->header);
@@ -205,9 +203,9 @@ void pt_session_stop(struct pt_session *sess)
 		goto unlock;
 
 	/* Hooks still running finish on their own; new ones see NULL. */
-	RCU_INIT_POINTER(pt_live, NULL);
+	pt_writers_clear();
 	pt_hooks_unregister();
-	/* Also waits out handlers that read pt_live before it was cleared. */
+	/* Also waits out handlers that read a writer before it was cleared. */
 	synchronize_rcu();
 	cancel_delayed_work_sync(&sess->flush_work);
 	/* A flight recorder still overwrites here, keeping the newest. */

@@ -7,6 +7,7 @@
  *   hooks.c    the kernel's allocator paths -> pt_emit()
  *   fentry.c   direct-call trampolines for hooks.c (hook=fentry)
  *   writer.c   pt_emit(): encode into this CPU's open buffer (the hot path)
+ *   clock.c    the clock it stamps events with (clock.h: its reader)
  *   buffers.c  buffer memory, the writer/reader handoff, flush, loss counts
  *   filter.c   which events a session keeps (filter_* parameters)
  *   stacks.c   call stacks of sampled allocations (stack_rate=)
@@ -125,7 +126,9 @@ struct pt_cpu {
 	struct pagetrace_chunk	*chunk;		/* open buffer, NULL if none */
 	__le64			*words;		/* chunk's words */
 	u32			len;		/* words used */
+	u32			end;		/* @cap while @chunk is set, else 0 */
 	u32			cap;		/* words that fit */
+	bool			slow;		/* filter or stacks: no fast path */
 	u64			base;		/* time base of the last sync */
 	u64			seq;		/* seq of the next chunk to close */
 	u64			lost;		/* dropped since the last close */
@@ -135,6 +138,7 @@ struct pt_cpu {
 	bool			overwrite;	/* full ring: overwrite the oldest */
 	bool			tasks;		/* write task records and names */
 	u32			task;		/* owner of the last event, see pt_write */
+	u64			now;		/* the event pt_emit_slow() takes */
 	struct pt_stacks	*stacks;	/* NULL: no sampling (stacks.c) */
 	s64			sample_left;	/* pages to the next sample */
 	struct rnd_state	rnd;		/* draws the sampling intervals */
@@ -246,6 +250,8 @@ void pt_emit_alloc(unsigned long pfn, unsigned long npages,
 		   const struct pt_origin *origin);
 bool pt_open_chunk(struct pt_cpu *c, u64 now);
 void pt_close_chunk(struct pt_cpu *c, u16 flags);
+void pt_writers_publish(struct pt_session *sess);
+void pt_writers_clear(void);
 
 /* buffers.c */
 int pt_buffers_alloc(struct pt_session *sess);
@@ -263,6 +269,9 @@ int pt_meta_init(struct pt_session *sess);
 void pt_meta_add_snapshot(struct pt_session *sess);
 void pt_meta_set_flags(struct pt_session *sess, u32 set, u32 clear);
 int pt_mmap(struct file *file, struct vm_area_struct *vma);
+
+/* clock.c (the hot path's reader is in clock.h) */
+unsigned int pt_clock_select(void);
 
 /* header.c */
 int pt_header_build(struct pt_session *sess);
@@ -317,12 +326,5 @@ void pt_fentry_drain(void);
 /* device.c */
 int pt_device_register(void);
 void pt_device_unregister(void);
-
-/*
- * The live session as seen by the hooks.  Set before the probes are
- * registered and cleared after they are gone; hooks run with preemption
- * disabled, so synchronize_rcu() after clearing it waits them out.
- */
-extern struct pt_session __rcu *pt_live;
 
 #endif /* _PAGETRACE_INTERNAL_H */

@@ -69,6 +69,7 @@
 #define PAGETRACE_CLOCK_MASK		0xfU
 #define PAGETRACE_CLOCK_LOCAL		0U	/* local_clock() */
 #define PAGETRACE_CLOCK_MONOTONIC	1U	/* CLOCK_MONOTONIC */
+#define PAGETRACE_CLOCK_TSC		2U	/* local_clock() ns, read from the TSC */
 /* Header flags: chunks were overwritten (flight recorder); seq gaps expected. */
 #define PAGETRACE_FLAG_OVERWRITE	_BITUL(4)
 /* Header flags: snapshot chunks of the memory map at start follow. */
@@ -156,13 +157,17 @@ struct pagetrace_rec_zone {
  * @nr_bufs: buffers per CPU
  * @backend: PAGETRACE_BACKEND_*
  * @flush_ms: period of the flush timer
+ * @clock_error_ns: with PAGETRACE_CLOCK_TSC, how far event times may be
+ *	from local_clock()'s at the same instant (the TSC is anchored to
+ *	local_clock() once, between two TSC reads); 0 with other clocks
  * @reserved: 0
  */
 struct pagetrace_rec_session {
 	__u32	nr_bufs;
 	__u32	backend;
 	__u32	flush_ms;
-	__u32	reserved[5];
+	__u32	clock_error_ns;
+	__u32	reserved[4];
 };
 
 /**

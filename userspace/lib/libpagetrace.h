@@ -151,6 +151,7 @@ struct pt_session {
 	uint32_t	nr_bufs;
 	uint32_t	backend;
 	uint32_t	flush_ms;
+	uint32_t	clock_error_ns;	/* TSC clock: its bound off local_clock() */
 };
 
 struct pt_reader;
