@@ -293,6 +293,31 @@ check_debug() {
 		--modules-dir none --kernel "$rel" --numa 2 "${vm_bins[@]}"
 }
 
+# The same kernel with one vCPU, where the kernel trusts TCG's TSC (with
+# two it finds the vCPUs' TSCs unsynchronised): the tests of the event
+# clock, so that clock=auto's TSC path runs against local_clock() windows
+# (module/clock.c; with two vCPUs it is local_clock() itself).
+check_one_cpu() {
+	local rel=$1 ko=$2 P="[$1 1cpu]" S=$ROOT/build/$1/share-1cpu f t
+	local all=("${TESTS[@]}")
+	TESTS=()
+	for t in pagetrace_clock_test pagetrace_gt_test; do
+		[[ " ${all[*]} " == *" $t "* ]] && TESTS+=("$t")
+	done
+	if [ ${#TESTS[@]} -gt 0 ]; then
+		rm -rf "$S"
+		mkdir -p "$S/tests" "$S/results"
+		for f in "$ko" "$ROOT/build/$rel/selftests/gt_module/pagetrace_gt.ko" "$STATIC_CLI"; do
+			[ -f "$f" ] && cp "$f" "$S/"
+		done
+		for t in "${TESTS[@]}"; do cp "selftests/$t" "$S/tests/"; done
+		write_run_sh >"$S/run.sh"
+		say "booting $rel under QEMU with one vCPU (console: ${S#"$ROOT"/}/console.log)"
+		run_vm "$P" "$S" --kernel "$rel" --cpus 1
+	fi
+	TESTS=("${all[@]}")
+}
+
 for flavour in $KERNELS; do
 	if [ "$flavour" = debug ]; then
 		check_debug
@@ -361,6 +386,7 @@ for flavour in $KERNELS; do
 		scripts/check-pprof.sh "$R/stacks.pb.gz" >"$OUT/pprof-$rel.log" 2>&1
 		emit "$P" pprof-go 0 <"$OUT/pprof-$rel.log"
 	fi
+	check_one_cpu "$rel" "$dkms_ko"
 done
 
 echo "# total time $((SECONDS - START))s; logs in ${OUT#"$ROOT"/}/ and build/RELEASE/share/"

@@ -32,8 +32,10 @@
 #include "kselftest_harness.h"
 
 /*
- * An event's decoded time is at most 127 ns before the real one: words
- * keep time in 128 ns steps, rounded down.
+ * An event's decoded time is at most 255 ns before the real one: words
+ * keep the base and the delta in 128 ns steps, each rounded down.  With
+ * the TSC clock, times may also be the session's clock_error_ns off
+ * local_clock()'s, either way (module/clock.c).
  */
 #define GT_SLACK_NS	256
 
@@ -73,7 +75,7 @@ static int gt_match_all(struct __test_metadata *_metadata,
 			int n)
 {
 	unsigned char *used = calloc(t->nr ? t->nr : 1, 1);
-	uint64_t lo = UINT64_MAX, hi = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, err = t->clock_error_ns;
 	size_t i, from = 0, last = 0, first = t->nr;
 	uint32_t cpu = 0;
 	int k, bad = 0;
@@ -92,8 +94,8 @@ static int gt_match_all(struct __test_metadata *_metadata,
 			const struct pt_event *ev = &t->ev[i];
 
 			if (!used[i] && gt_matches(ev, &e[k]) &&
-			    ev->time_ns + GT_SLACK_NS >= e[k].t0 &&
-			    ev->time_ns <= e[k].t1) {
+			    ev->time_ns + GT_SLACK_NS + err >= e[k].t0 &&
+			    ev->time_ns <= e[k].t1 + err) {
 				got = i;
 				break;
 			}
@@ -124,7 +126,8 @@ static int gt_match_all(struct __test_metadata *_metadata,
 		const struct pt_event *ev = &t->ev[i];
 
 		if (used[i] || ev->cpu != cpu ||
-		    ev->time_ns + GT_SLACK_NS < lo || ev->time_ns > hi)
+		    ev->time_ns + GT_SLACK_NS + err < lo ||
+		    ev->time_ns > hi + err)
 			continue;
 		for (k = 0; k < n; k++) {
 			if (gt_matches(ev, &e[k])) {
