@@ -85,16 +85,19 @@ start() {
 	none)
 		grep -q '^pagetrace ' /proc/modules && rmmod pagetrace
 		;;
-	loaded|pt-kprobe|pt-tracepoint|pt-fentry|pt-stacks|pt-filter)
+	loaded|pt-kprobe|pt-tracepoint|pt-fentry|pt-local|pt-stacks|pt-filter)
 		grep -q '^pagetrace ' /proc/modules || insmod $H/pagetrace.ko ||
 			{ echo "insmod pagetrace.ko failed"; return; }
 		[ $1 = loaded ] && return
 		# pt-stacks: kprobes with a call stack every 128 pages (512 KiB,
 		# Go's default MemProfileRate); pt-filter: kprobes with a node
-		# filter that keeps every event, so each one pays for the test.
+		# filter that keeps every event, so each one pays for the test;
+		# pt-local: fentry with local_clock() instead of the TSC.
 		echo 0 >$PARAMS/stack_rate
 		echo >$PARAMS/filter_nodes
+		echo auto >$PARAMS/clock
 		case $1 in
+		pt-local) echo fentry >$PARAMS/hook; echo local >$PARAMS/clock ;;
 		pt-stacks) echo kprobe >$PARAMS/hook; echo 128 >$PARAMS/stack_rate ;;
 		pt-filter) echo kprobe >$PARAMS/hook; echo 0 >$PARAMS/filter_nodes ;;
 		*) echo ${1#pt-} >$PARAMS/hook ;;
@@ -165,7 +168,10 @@ stop() {
 		# module, and its own CPU time.
 		sed 's/[{}",]//g; s/: /=/g' /tmp/rec.json | tr ' ' '\n' |
 			grep -E '^(events|lost|cpu_user_s|cpu_sys_s)=' | tr '\n' ' '
-		echo "bytes=$(stat -c %s /tmp/rec.bin) $ru"
+		# The header's clock (flags bits 3..0, at offset 60): 0
+		# local_clock(), 2 the TSC (clock.c chooses).
+		clk=$(od -An -tu4 -j60 -N4 /tmp/rec.bin 2>/dev/null | awk '{ print $1 % 16 }')
+		echo "bytes=$(stat -c %s /tmp/rec.bin) clock=${clk:-nan} $ru"
 		;;
 	trace-cmd)
 		# Events: the records in the file.  Lost: the kernel buffer

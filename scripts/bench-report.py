@@ -19,8 +19,8 @@ import shlex
 import statistics
 import sys
 
-ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "pt-fentry", "pt-stacks",
-         "pt-filter", "trace-cmd", "ftrace-raw", "perf", "bpftrace"]
+ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "pt-fentry", "pt-local",
+         "pt-stacks", "pt-filter", "trace-cmd", "ftrace-raw", "perf", "bpftrace"]
 PEERS = ["trace-cmd", "ftrace-raw", "perf", "bpftrace"]
 WORKLOAD_DOC = {
     "k0": "pt_bench.ko, alloc_pages + __free_pages order 0 on every CPU; op = 2 events",
@@ -29,6 +29,10 @@ WORKLOAD_DOC = {
     "fork": "fork + _exit + wait on every CPU; op = one fork",
     "read": "page-cache read of an ext4 file after fadvise(DONTNEED) on every CPU; op = one page",
 }
+
+
+# The trace header's clock field (uapi PAGETRACE_CLOCK_*).
+CLOCKS = {"0": "local_clock", "1": "monotonic", "2": "tsc"}
 
 
 def num(v):
@@ -107,6 +111,8 @@ def summarize(runs):
                     cpu = [num(r.get("rec_user")) + num(r.get("rec_sys")) for r in rs
                            if num(r.get("rec_user")) is not None]
                 row["recorder_cpu_s"] = stats(cpu)
+                if c.startswith("pt-"):
+                    row["clock"] = sorted({CLOCKS.get(r.get("clock"), "?") for r in rs})
             rows[c] = row
         for c, row in rows.items():
             a = row.get("added_ns_per_event")
@@ -164,6 +170,9 @@ def markdown(summary, unavailable, meta):
                 else ("0 (counts in a map)" if c == "bpftrace" else "–"),
                 fmt(r.get("events")), f"{r['lost']['max']:.0f}" if "lost" in r else "–",
                 fmt(r.get("recorder_cpu_s"), 2)]) + " |")
+        clocks = sorted({k for r in ws["contenders"].values() for k in r.get("clock", [])})
+        if clocks:
+            L += ["", "pagetrace's event clock (clock=auto): " + ", ".join(clocks) + "."]
         L.append("")
     for c, why in unavailable.items():
         L += [f"**{c}** did not run: {why}", ""]
