@@ -124,6 +124,7 @@ int pt_header_build(struct pt_session *sess)
 
 	pos = h + 1;
 	pt_rec_put(&pos, PAGETRACE_REC_RELEASE, release, strlen(release) + 1);
+	sess->sess_rec_off = pos + sizeof(struct pagetrace_record) - (void *)h;
 	pt_rec_put(&pos, PAGETRACE_REC_SESSION, &info, sizeof(info));
 	if (sess->header_flags & PAGETRACE_FLAG_SNAPSHOT) {
 		/* Filled in by pt_snapshot_build(), before anyone reads. */
@@ -166,4 +167,22 @@ int pt_header_build(struct pt_session *sess)
 	sess->header_size = pos - (void *)h;
 	h->header_size = pt_le32(sess->header_size);
 	return 0;
+}
+
+/**
+ * pt_header_set_backend - name in the header the backend that attached
+ * @sess: the session, hooks attached, before open() returns
+ *
+ * hook=auto is resolved only by attaching: the header (and its copy in
+ * the meta area) was built first.  Nobody reads either yet.
+ */
+void pt_header_set_backend(struct pt_session *sess)
+{
+	u32 backend = pt_le32(sess->backend);
+	size_t off = sess->sess_rec_off +
+		     offsetof(struct pagetrace_rec_session, backend);
+
+	memcpy(sess->header + off, &backend, sizeof(backend));
+	memcpy((void *)sess->meta + sess->meta->header_offset + off, &backend,
+	       sizeof(backend));
 }

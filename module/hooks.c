@@ -4,9 +4,11 @@
  * backend, and the handlers that turn a probe hit into pt_emit().  Nothing
  * but this file knows kernel symbol names.
  *
- * Three backends, chosen by the hook= parameter when a session starts:
+ * Three backends, chosen by the hook= parameter when a session starts
+ * (hook=auto, the default: fentry, but kprobe on PREEMPT_RT and wherever
+ * fentry cannot attach):
  *
- *  kprobe      (default) kprobes and kretprobes on the allocator itself.
+ *  kprobe      kprobes and kretprobes on the allocator itself.
  *  fentry      the same functions, reached by ftrace direct calls from
  *              their fentry call sites into our own trampolines
  *              (fentry.h): a return trampoline on the allocator entry, an
@@ -122,21 +124,30 @@
 /*
  * The hook= parameter.  Read when a session starts, like the others; a bad
  * value fails insmod (or the write to sysfs) with the allowed ones named.
+ *
+ * hook=auto picks fentry, at a third of kprobe's cost (see
+ * Documentation/pagetrace/design.rst), except on PREEMPT_RT: ftrace frees
+ * a direct call's ops after an RCU-tasks grace period at each detach,
+ * which a task busy in the kernel can hold off there for a long time.  If
+ * fentry cannot attach (another direct call on the same function, such as
+ * a BPF trampoline: -EBUSY), the session falls back to kprobes.  The
+ * session record names the backend that ran.
  */
 static const char * const pt_backend_names[] = {
 	[PAGETRACE_BACKEND_KPROBE]	= "kprobe",
 	[PAGETRACE_BACKEND_TRACEPOINT]	= "tracepoint",
 	[PAGETRACE_BACKEND_FENTRY]	= "fentry",
+	[PT_BACKEND_AUTO]		= "auto",
 };
 
-static unsigned int pt_backend = PAGETRACE_BACKEND_KPROBE;
+static unsigned int pt_backend = PT_BACKEND_AUTO;
 
 static int pt_backend_set(const char *val, const struct kernel_param *kp)
 {
 	int i = sysfs_match_string(pt_backend_names, val);
 
 	if (i < 0) {
-		pr_err("pagetrace: %s=%s is invalid: allowed kprobe, tracepoint, fentry\n",
+		pr_err("pagetrace: %s=%s is invalid: allowed auto, kprobe, tracepoint, fentry\n",
 		       kp->name, val);
 		return -EINVAL;
 	}
@@ -154,7 +165,8 @@ static const struct kernel_param_ops pt_backend_ops = {
 	.get = pt_backend_get,
 };
 module_param_cb(hook, &pt_backend_ops, NULL, 0644);
-MODULE_PARM_DESC(hook, "Probe mechanism: kprobe (default), tracepoint or fentry");
+MODULE_PARM_DESC(hook,
+		 "Probe mechanism: auto (fentry, or kprobe on PREEMPT_RT or where fentry fails), kprobe, tracepoint or fentry (default auto)");
 
 /*
  * require=SYMBOL: one more function the next session (and insmod) must be
@@ -165,7 +177,7 @@ static char *pt_require;
 module_param_named(require, pt_require, charp, 0644);
 MODULE_PARM_DESC(require, "Also require a kprobe on this function (for tests)");
 
-/* The backend the next session uses. */
+/* The backend the next session asks for: PAGETRACE_BACKEND_* or auto. */
 unsigned int pt_hooks_backend(void)
 {
 	return READ_ONCE(pt_backend);
@@ -814,12 +826,12 @@ static void pt_probes_unregister(void)
 
 /**
  * pt_hooks_register - attach every probe a backend needs on this kernel
- * @backend: PAGETRACE_BACKEND_*
+ * @backend: PAGETRACE_BACKEND_*, or PT_BACKEND_AUTO
  *
  * Return: 0, or the first error after undoing what was attached; the
  * kernel log names the symbol that failed.
  */
-int pt_hooks_register(unsigned int backend)
+static int pt_backend_register(unsigned int backend)
 {
 	u32 version = pt_running_version();
 	unsigned int i;
@@ -857,6 +869,33 @@ int pt_hooks_register(unsigned int backend)
 unregister_probes:
 	pt_hooks_unregister();
 	return ret;
+}
+
+/**
+ * pt_hooks_register - attach the probes of the backend hook= asks for
+ * @backend: PAGETRACE_BACKEND_* or PT_BACKEND_AUTO; on success, the
+ *	     backend attached
+ *
+ * Return: 0, or the first error after undoing what was attached; the
+ * kernel log names the symbol that failed.
+ */
+int pt_hooks_register(unsigned int *backend)
+{
+	int ret;
+
+	if (*backend != PT_BACKEND_AUTO)
+		return pt_backend_register(*backend);
+	if (!IS_ENABLED(CONFIG_PREEMPT_RT)) {
+		ret = pt_backend_register(PAGETRACE_BACKEND_FENTRY);
+		if (!ret) {
+			*backend = PAGETRACE_BACKEND_FENTRY;
+			return 0;
+		}
+		pr_info("pagetrace: hook=auto: fentry failed (%d), using kprobes\n",
+			ret);
+	}
+	*backend = PAGETRACE_BACKEND_KPROBE;
+	return pt_backend_register(*backend);
 }
 
 /* Detach every probe; returns once no handler runs any more. */

@@ -152,9 +152,10 @@ int pt_session_start(struct pt_session **out)
 		goto free_header;
 
 	pt_writers_publish(sess);
-	ret = pt_hooks_register(sess->backend);
+	ret = pt_hooks_register(&sess->backend);
 	if (ret)
 		goto clear_writers;
+	pt_header_set_backend(sess);
 	/*
 	 * The memory map, with the probes already attached: a page allocated
 	 * or freed meanwhile shows up in the snapshot or as an event (or
@@ -238,13 +239,15 @@ void pt_session_free(struct pt_session *sess)
 
 static int __init pt_init(void)
 {
+	unsigned int backend;
 	int ret;
 
 	/*
 	 * Attach and detach once, so that a kernel whose symbols we do not
 	 * know fails here, with the symbol named, not at the first open.
 	 */
-	ret = pt_hooks_register(pt_hooks_backend());
+	backend = pt_hooks_backend();
+	ret = pt_hooks_register(&backend);
 	if (ret)
 		return ret;
 	pt_hooks_unregister();

@@ -191,6 +191,7 @@ struct pt_session {
 	void			*header;	/* the stream header */
 	unsigned int		header_size;
 	unsigned int		snap_rec_off;	/* REC_SNAPSHOT payload, or 0 */
+	unsigned int		sess_rec_off;	/* REC_SESSION payload */
 
 	/* The memory map at start (snapshot.c): set up before open returns */
 	void			*snap;		/* snapshot chunks, vmalloc_user */
@@ -275,6 +276,7 @@ unsigned int pt_clock_select(void);
 
 /* header.c */
 int pt_header_build(struct pt_session *sess);
+void pt_header_set_backend(struct pt_session *sess);
 struct zone *pt_next_zone(struct zone *zone);
 
 /* filter.c */
@@ -301,7 +303,9 @@ void pt_snapshot_free(struct pt_session *sess);
 
 /* hooks.c */
 unsigned int pt_hooks_backend(void);
-int pt_hooks_register(unsigned int backend);
+/* hook=auto: fentry, or kprobe (hooks.c); never in a stream. */
+#define PT_BACKEND_AUTO		3
+int pt_hooks_register(unsigned int *backend);
 void pt_hooks_unregister(void);
 unsigned long pt_hooks_missed(void);
 /* hooks.c: its trampolines (fentry.h), defined in assembly */

@@ -291,7 +291,7 @@ TEST(ftrace_agrees)
 	ASSERT_EQ(0, pt_st_gt_load());
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	ASSERT_GE(MAX_CPUS, ncpu);
-	ASSERT_EQ(0, pt_st_set_hook("kprobe"));
+	ASSERT_EQ(0, pt_st_set_hook("auto"));
 
 	/*
 	 * Warm up: fork takes kernel stacks from vmalloc (the bulk allocator)

@@ -246,7 +246,7 @@ FIXTURE_TEARDOWN(gt)
 	pt_st_trace_free(&self->trace);
 	if (self->dev >= 0)
 		close(self->dev);
-	pt_st_set_hook("kprobe");
+	pt_st_set_hook("auto");
 }
 
 TEST_F(gt, entry_point)
@@ -365,7 +365,7 @@ TEST(backend_attach_points)
 	ASSERT_LE(0, dev);
 	ASSERT_EQ(0, gt_kprobes_list(list, sizeof(list)));
 	close(dev);
-	pt_st_set_hook("kprobe");
+	pt_st_set_hook("auto");
 	EXPECT_FALSE(gt_listed(list, alloc)) TH_LOG("tracepoint backend probes %s", alloc);
 	EXPECT_FALSE(gt_listed(list, "__free_pages_ok"));
 	for (i = 0; i < sizeof(tp_free) / sizeof(tp_free[0]); i++) {
@@ -385,7 +385,7 @@ TEST(backend_attach_points)
 	ASSERT_EQ(0, gt_read_file("/sys/kernel/debug/tracing/enabled_functions",
 				  ftrace, sizeof(ftrace)));
 	close(dev);
-	pt_st_set_hook("kprobe");
+	pt_st_set_hook("auto");
 	EXPECT_FALSE(gt_listed(list, alloc)) TH_LOG("fentry backend probes %s", alloc);
 	EXPECT_FALSE(gt_listed(list, "__free_pages_ok"));
 	EXPECT_TRUE(gt_direct(ftrace, alloc)) TH_LOG("fentry backend: no direct call from %s:\n%s",
@@ -396,6 +396,77 @@ TEST(backend_attach_points)
 
 	/* A bad backend name is refused. */
 	EXPECT_EQ(-EINVAL, pt_st_set_hook("ftrace"));
+}
+
+/*
+ * One session of hook=auto around pages_order0: the backend it chose (in
+ * the session record) and every operation traced once.
+ */
+static void gt_auto_session(struct __test_metadata *_metadata,
+			    unsigned int want)
+{
+	static char report[64 << 10];
+	static struct gt_expect e[64];
+	struct pt_st_trace t = { 0 };
+	char skip[256];
+	int dev, n;
+
+	ASSERT_EQ(0, pt_st_set_hook("auto"));
+	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, dev) TH_LOG("open: %s", strerror(errno));
+	ASSERT_EQ(0, pt_st_gt_run("pages_order0", report, sizeof(report)));
+	ASSERT_EQ(0, pt_st_collect(dev, &t)) TH_LOG("%s", t.err);
+	close(dev);
+	EXPECT_EQ(want, t.backend);
+	n = gt_parse(report, e, 64, skip, sizeof(skip));
+	ASSERT_LT(0, n) TH_LOG("pages_order0: %s", report);
+	EXPECT_EQ(0, gt_match_all(_metadata, &t, e, n));
+	pt_st_trace_free(&t);
+}
+
+/*
+ * hook=auto (the default) takes fentry, but kprobes on PREEMPT_RT; and
+ * kprobes when fentry cannot attach: here another ftrace user that may
+ * modify the return address holds the allocator's entry (pagetrace_gt's
+ * ipmodify_on), which a direct call cannot share.  hook=fentry then fails
+ * the open with EBUSY, and hook=auto says why it fell back.
+ */
+TEST(hook_auto)
+{
+	struct utsname u;
+	char report[256], line[512];
+	bool rt, said = false;
+	int dev, kmsg;
+	ssize_t n;
+
+	ASSERT_EQ(0, uname(&u));
+	rt = strstr(u.version, "PREEMPT_RT") != NULL;
+	ASSERT_EQ(0, pt_st_gt_load());
+	ASSERT_EQ(0, pt_st_pin_cpu(0));
+	gt_auto_session(_metadata, rt ? PAGETRACE_BACKEND_KPROBE :
+					PAGETRACE_BACKEND_FENTRY);
+
+	ASSERT_EQ(0, pt_st_gt_run("ipmodify_on", report, sizeof(report)));
+	ASSERT_NE(NULL, strstr(report, "held")) TH_LOG("%s", report);
+	kmsg = pt_st_kmsg_open();
+	ASSERT_LE(0, kmsg);
+	if (!rt) {
+		ASSERT_EQ(0, pt_st_set_hook("fentry"));
+		dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+		EXPECT_EQ(-1, dev);
+		EXPECT_EQ(EBUSY, errno);
+		if (dev >= 0)
+			close(dev);
+	}
+	gt_auto_session(_metadata, PAGETRACE_BACKEND_KPROBE);
+	while ((n = read(kmsg, line, sizeof(line) - 1)) > 0) {
+		line[n] = '\0';
+		said |= strstr(line, "hook=auto: fentry failed") != NULL;
+	}
+	close(kmsg);
+	EXPECT_EQ(!rt, said);
+	ASSERT_EQ(0, pt_st_gt_run("ipmodify_off", report, sizeof(report)));
+	pt_st_set_hook("auto");
 }
 
 TEST_HARNESS_MAIN

@@ -270,7 +270,7 @@ FIXTURE_TEARDOWN(st)
 	free(self->stream);
 	free(defs);
 	pt_st_set_param("stack_rate", "0");
-	pt_st_set_hook("kprobe");
+	pt_st_set_hook("auto");
 }
 
 /* Start a session with stack_rate=@rate on backend @hook. */

@@ -21,6 +21,7 @@
  */
 #include <linux/debugfs.h>
 #include <linux/completion.h>
+#include <linux/ftrace.h>
 #include <linux/gfp.h>
 #include <linux/irq_work.h>
 #include <linux/kernel.h>
@@ -441,6 +442,53 @@ static void gt_folio_thp(const char *op)
 	gt_folio(op, HPAGE_PMD_ORDER);
 }
 
+/*
+ * Another ftrace user on the allocator's entry that may change the
+ * return address (as livepatch does), which a direct call cannot share
+ * the function with: pagetrace's hook=auto must then fall back to
+ * kprobes.  ipmodify_on and ipmodify_off hold and release it.
+ */
+static void gt_ipmodify_func(unsigned long ip, unsigned long parent_ip,
+			     struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+}
+
+static struct ftrace_ops gt_ipmodify_ops = {
+	.func	= gt_ipmodify_func,
+	.flags	= FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
+};
+
+static bool gt_ipmodify_held;
+
+static void gt_ipmodify_on(const char *op)
+{
+	static const char *const names[] = { "__alloc_pages_noprof", "__alloc_pages" };
+	unsigned int i;
+	int ret = -ENOENT;
+
+	if (gt_ipmodify_held)
+		return gt_skip(op, "already held");
+	for (i = 0; i < ARRAY_SIZE(names) && ret; i++)
+		ret = ftrace_set_filter(&gt_ipmodify_ops, (unsigned char *)names[i],
+					strlen(names[i]), 1);
+	if (!ret)
+		ret = register_ftrace_function(&gt_ipmodify_ops);
+	if (ret) {
+		gt_line("%s error %d\n", op, ret);
+		return;
+	}
+	gt_ipmodify_held = true;
+	gt_line("%s held %s\n", op, names[i - 1]);
+}
+
+static void gt_ipmodify_off(const char *op)
+{
+	if (gt_ipmodify_held)
+		unregister_ftrace_function(&gt_ipmodify_ops);
+	gt_ipmodify_held = false;
+	gt_line("%s released\n", op);
+}
+
 static const struct gt_op {
 	const char	*name;
 	void		(*run)(const char *op);
@@ -467,6 +515,8 @@ static const struct gt_op {
 	{ "hardirq",		gt_hardirq },
 	{ "marker",		gt_marker },
 	{ "contig",		gt_contig },
+	{ "ipmodify_on",	gt_ipmodify_on },
+	{ "ipmodify_off",	gt_ipmodify_off },
 };
 
 static ssize_t gt_write(struct file *file, const char __user *ubuf,
@@ -540,6 +590,8 @@ static int __init gt_init(void)
 static void __exit gt_exit(void)
 {
 	debugfs_remove_recursive(gt_dir);
+	if (gt_ipmodify_held)
+		unregister_ftrace_function(&gt_ipmodify_ops);
 	kfree(gt_report);
 }
 
