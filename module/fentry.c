@@ -26,6 +26,7 @@
 #include <linux/cpumask.h>
 #include <linux/delay.h>
 #include <linux/ftrace.h>
+#include <linux/kprobes.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/string.h>
@@ -73,6 +74,42 @@ static int pt_unregister_direct(struct ftrace_ops *ops, unsigned long addr)
 #define pt_unregister_direct(ops, addr)	unregister_ftrace_direct(ops, addr, true)
 #endif
 
+/*
+ * Where each hooked function starts, looked up once per module lifetime.
+ * ftrace_set_filter() by name matches the name against every ftrace
+ * record, some 40,000 kallsyms lookups (90 ms per function under TCG, on
+ * every session start); ftrace_set_filter_ip() with the address is one.
+ * The kprobe core resolves names with kallsyms_lookup_name(), which
+ * modules cannot call: a kprobe registered disabled patches nothing and
+ * tells the address.  Only session starts and module init use the cache,
+ * and they never run at once (one session at a time, and init registers
+ * the device last): no lock.
+ */
+#define PT_FENTRY_MAX_SYMS	8
+
+static struct pt_fentry_addr {
+	const char	*symbol;
+	unsigned long	addr;
+} pt_fentry_addrs[PT_FENTRY_MAX_SYMS];
+
+/* @symbol's address (its fentry call site's function), or 0. */
+static unsigned long pt_fentry_lookup(const char *symbol)
+{
+	struct kprobe kp = { .symbol_name = symbol,
+			     .flags = KPROBE_FLAG_DISABLED };
+	unsigned int i;
+
+	for (i = 0; i < PT_FENTRY_MAX_SYMS && pt_fentry_addrs[i].symbol; i++)
+		if (!strcmp(pt_fentry_addrs[i].symbol, symbol))
+			return pt_fentry_addrs[i].addr;
+	if (i == PT_FENTRY_MAX_SYMS || register_kprobe(&kp))
+		return 0;
+	unregister_kprobe(&kp);
+	pt_fentry_addrs[i].symbol = symbol;
+	pt_fentry_addrs[i].addr = (unsigned long)kp.addr;
+	return (unsigned long)kp.addr;
+}
+
 /**
  * pt_fentry_attach - make @symbol's fentry call site call @tramp
  * @f: the attachment, zeroed or detached
@@ -94,15 +131,21 @@ static int pt_unregister_direct(struct ftrace_ops *ops, unsigned long addr)
 int pt_fentry_attach(struct pt_fentry *f, const char *symbol, void *tramp,
 		     unsigned long body)
 {
+	unsigned long addr = pt_fentry_lookup(symbol);
 	char name[KSYM_NAME_LEN];
 	int ret;
 
 	pt_fentry_used = true;
 	memset(&f->ops, 0, sizeof(f->ops));
 	f->tramp = (unsigned long)tramp;
-	/* ftrace_set_filter() parses (and may modify) its buffer. */
-	strscpy(name, symbol, sizeof(name));
-	ret = ftrace_set_filter(&f->ops, name, strlen(name), 1);
+	if (addr) {
+		/* The call site at or right after @addr (after an endbr64). */
+		ret = ftrace_set_filter_ip(&f->ops, addr, 0, 1);
+	} else {
+		/* ftrace_set_filter() parses (and may modify) its buffer. */
+		strscpy(name, symbol, sizeof(name));
+		ret = ftrace_set_filter(&f->ops, name, strlen(name), 1);
+	}
 	if (ret)
 		return ret == -EINVAL ? -ENOENT : ret;
 	ret = pt_register_direct(&f->ops, f->tramp);
