@@ -95,7 +95,7 @@ static bool pt_tsc_usable(void)
 {
 	return boot_cpu_has(X86_FEATURE_TSC) && tsc_khz &&
 	       !check_tsc_unstable() &&
-	       x86_hyper_type == X86_HYPER_NATIVE &&
+	       hypervisor_is_type(X86_HYPER_NATIVE) &&
 	       (boot_cpu_has(X86_FEATURE_CONSTANT_TSC) ||
 		!cpufreq_get_current_driver());
 }

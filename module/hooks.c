@@ -13,7 +13,7 @@
  *              their fentry call sites into our own trampolines
  *              (fentry.h): a return trampoline on the allocator entry, an
  *              entry trampoline on each free function.  No kprobe lookup,
- *              no pt_regs, no rethook: about 40% of the kprobe
+ *              no pt_regs, no rethook: about 30% of the kprobe
  *              backend's cost.  Where a function has no fentry call site
  *              (free_pages_prepare on 6.12) it keeps its kprobe.
  *  tracepoint  the kmem tracepoints mm_page_alloc and mm_page_free where

@@ -170,9 +170,13 @@ def markdown(summary, unavailable, meta):
                 else ("0 (counts in a map)" if c == "bpftrace" else "–"),
                 fmt(r.get("events")), f"{r['lost']['max']:.0f}" if "lost" in r else "–",
                 fmt(r.get("recorder_cpu_s"), 2)]) + " |")
-        clocks = sorted({k for r in ws["contenders"].values() for k in r.get("clock", [])})
+        clocks = {}
+        for c, r in ws["contenders"].items():
+            for k in r.get("clock", []):
+                clocks.setdefault(k, []).append(c)
         if clocks:
-            L += ["", "pagetrace's event clock (clock=auto): " + ", ".join(clocks) + "."]
+            L += ["", "pagetrace's event clock (the header's): " + "; ".join(
+                f"{k} ({', '.join(cs)})" for k, cs in sorted(clocks.items())) + "."]
         L.append("")
     for c, why in unavailable.items():
         L += [f"**{c}** did not run: {why}", ""]
