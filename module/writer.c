@@ -315,7 +315,7 @@ void pt_writers_clear(void)
  * previous event, that fits in the open buffer within a delta of its time
  * base, in a session without a filter or sampled stacks.  That is almost
  * every event.  With the TSC clock (@tsc, a constant) it is a leaf: about
- * 50 instructions, no call, no register saved.  Anything else goes to
+ * 60 instructions, no call, one register saved.  Anything else goes to
  * pt_emit_slow() with the same @now.
  *
  * Interrupts are off from the pointer's load to the word's store (see the
