@@ -27,7 +27,6 @@
 #include <linux/irqflags.h>
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
-#include <linux/sysfs.h>
 #include <linux/time64.h>
 #include <linux/timekeeping.h>
 
@@ -50,31 +49,10 @@ static const char * const pt_clock_names[] = {
 };
 
 static unsigned int pt_clock_choice = PT_CLOCK_AUTO;
-
-static int pt_clock_param_set(const char *val, const struct kernel_param *kp)
-{
-	int i = sysfs_match_string(pt_clock_names, val);
-
-	if (i < 0) {
-		pr_err("pagetrace: %s=%s is invalid: allowed auto, local\n",
-		       kp->name, val);
-		return -EINVAL;
-	}
-	WRITE_ONCE(pt_clock_choice, i);
-	return 0;
-}
-
-static int pt_clock_param_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%s\n",
-			  pt_clock_names[READ_ONCE(pt_clock_choice)]);
-}
-
-static const struct kernel_param_ops pt_clock_param_ops = {
-	.set = pt_clock_param_set,
-	.get = pt_clock_param_get,
+static struct pt_choice_param pt_clock_param = {
+	&pt_clock_choice, pt_clock_names, ARRAY_SIZE(pt_clock_names)
 };
-module_param_cb(clock, &pt_clock_param_ops, NULL, 0644);
+module_param_cb(clock, &pt_choice_param_ops, &pt_clock_param, 0644);
 MODULE_PARM_DESC(clock,
 		 "Event clock: auto (the TSC scaled as sched_clock scales it, where the kernel trusts it; else local_clock) or local (default auto)");
 

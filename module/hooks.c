@@ -141,30 +141,10 @@ static const char * const pt_backend_names[] = {
 };
 
 static unsigned int pt_backend = PT_BACKEND_AUTO;
-
-static int pt_backend_set(const char *val, const struct kernel_param *kp)
-{
-	int i = sysfs_match_string(pt_backend_names, val);
-
-	if (i < 0) {
-		pr_err("pagetrace: %s=%s is invalid: allowed auto, kprobe, tracepoint, fentry\n",
-		       kp->name, val);
-		return -EINVAL;
-	}
-	WRITE_ONCE(pt_backend, i);
-	return 0;
-}
-
-static int pt_backend_get(char *buf, const struct kernel_param *kp)
-{
-	return sysfs_emit(buf, "%s\n", pt_backend_names[READ_ONCE(pt_backend)]);
-}
-
-static const struct kernel_param_ops pt_backend_ops = {
-	.set = pt_backend_set,
-	.get = pt_backend_get,
+static struct pt_choice_param pt_backend_param = {
+	&pt_backend, pt_backend_names, ARRAY_SIZE(pt_backend_names)
 };
-module_param_cb(hook, &pt_backend_ops, NULL, 0644);
+module_param_cb(hook, &pt_choice_param_ops, &pt_backend_param, 0644);
 MODULE_PARM_DESC(hook,
 		 "Probe mechanism: auto (fentry, or kprobe on PREEMPT_RT or where fentry fails), kprobe, tracepoint or fentry (default auto)");
 

@@ -63,6 +63,42 @@ static const struct kernel_param_ops pt_param_ops = {
 	.get = pt_param_get,
 };
 
+/*
+ * Parameters that take one of a list of names (hook=, clock=): the value
+ * is the name's index.  A bad name is refused with the allowed ones named.
+ */
+static int pt_choice_param_set(const char *val, const struct kernel_param *kp)
+{
+	const struct pt_choice_param *p = kp->arg;
+	int i = __sysfs_match_string(p->names, p->nr, val);
+	char allowed[64];
+	size_t len = 0;
+	unsigned int k;
+
+	if (i < 0) {
+		for (k = 0; k < p->nr; k++)
+			len += scnprintf(allowed + len, sizeof(allowed) - len,
+					 "%s%s", k ? ", " : "", p->names[k]);
+		pr_err("pagetrace: %s=%s is invalid: allowed %s\n", kp->name,
+		       val, allowed);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*p->value, i);
+	return 0;
+}
+
+static int pt_choice_param_get(char *buf, const struct kernel_param *kp)
+{
+	const struct pt_choice_param *p = kp->arg;
+
+	return sysfs_emit(buf, "%s\n", p->names[READ_ONCE(*p->value)]);
+}
+
+const struct kernel_param_ops pt_choice_param_ops = {
+	.set = pt_choice_param_set,
+	.get = pt_choice_param_get,
+};
+
 static struct pt_uint_param pt_buf_size_param = {
 	&pt_buf_size, PAGE_SIZE, 16 << 20, PAGE_SIZE
 };

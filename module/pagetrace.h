@@ -23,6 +23,7 @@
 #include <linux/cache.h>
 #include <linux/ftrace.h>
 #include <linux/irq_work.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
 #include <linux/prandom.h>
@@ -241,6 +242,21 @@ extern unsigned int pt_nr_bufs;
 extern unsigned int pt_flush_ms;
 extern bool pt_tasks_on;
 extern unsigned int pt_stack_rate;
+/*
+ * struct pt_choice_param - a parameter naming one of @nr choices
+ * @value: the index of the name set, read with READ_ONCE()
+ * @names: the choices, as the user writes them
+ * @nr: how many
+ *
+ * For module_param_cb() with pt_choice_param_ops.
+ */
+struct pt_choice_param {
+	unsigned int		*value;
+	const char * const	*names;
+	unsigned int		nr;
+};
+
+extern const struct kernel_param_ops pt_choice_param_ops;
 int pt_session_start(struct pt_session **out);
 void pt_session_stop(struct pt_session *sess);
 void pt_session_free(struct pt_session *sess);

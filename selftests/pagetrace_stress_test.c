@@ -634,6 +634,29 @@ TEST_F_TIMEOUT(st, reload, 30000)
 }
 
 /*
+ * One session under the storm: open, record for 20 to 120 ms (varied by
+ * @round), then stop and read to the end; the stream must decode and hold
+ * events.  Returns how long the stop and the read took, in ns.
+ */
+static uint64_t storm_session(struct __test_metadata *_metadata, long round)
+{
+	struct pt_st_trace tr;
+	uint64_t t;
+	int fd = open(DEV, O_RDONLY | O_CLOEXEC);
+
+	ASSERT_LE(0, fd) TH_LOG("round %ld: open: %s", round, strerror(errno));
+	usleep(20000 + (round * 7919) % 100000);
+	t = pt_st_mono_ns();
+	/* Stops the session (the slow part), then reads to EOF. */
+	ASSERT_EQ(0, pt_st_collect(fd, &tr)) TH_LOG("round %ld: %s", round, tr.err);
+	t = pt_st_mono_ns() - t;
+	ASSERT_LT(0, tr.nr) TH_LOG("round %ld: no event under the storm", round);
+	pt_st_trace_free(&tr);
+	ASSERT_EQ(0, close(fd));
+	return t;
+}
+
+/*
  * hook=fentry's return trampoline stays on the stack of every allocation
  * that entered it, after the session stopped and the trampolines were
  * detached.  Unload the module while every CPU allocates: module exit must
@@ -644,7 +667,6 @@ TEST_F_TIMEOUT(st, unload_under_storm, 30000)
 	long n = env_long("PT_STRESS_RELOADS", 100);
 	long budget = env_long("PT_STRESS_BUDGET", 0);
 	uint64_t t0 = pt_st_mono_ns(), worst = 0;
-	struct pt_st_trace tr;
 	struct storm s;
 	long i;
 
@@ -655,16 +677,9 @@ TEST_F_TIMEOUT(st, unload_under_storm, 30000)
 	 */
 	for (i = 0; i < n && (i < 3 || in_budget(t0, budget)); i++) {
 		uint64_t t;
-		int fd;
 
 		ASSERT_EQ(0, pt_st_mod_reload("hook=fentry")) TH_LOG("round %ld", i);
-		fd = open(DEV, O_RDONLY | O_CLOEXEC);
-		ASSERT_LE(0, fd) TH_LOG("round %ld: open: %s", i, strerror(errno));
-		usleep(20000 + (i * 7919) % 100000);
-		ASSERT_EQ(0, pt_st_collect(fd, &tr)) TH_LOG("round %ld: %s", i, tr.err);
-		ASSERT_LT(0, tr.nr) TH_LOG("round %ld: no event under the storm", i);
-		pt_st_trace_free(&tr);
-		ASSERT_EQ(0, close(fd));
+		storm_session(_metadata, i);
 		t = pt_st_mono_ns();
 		ASSERT_EQ(0, pt_st_mod_unload()) TH_LOG("round %ld", i);
 		t = pt_st_mono_ns() - t;
@@ -691,25 +706,14 @@ TEST_F_TIMEOUT(st, stop_under_storm, 30000)
 	long n = env_long("PT_STRESS_STOPS", 150);
 	long budget = env_long("PT_STRESS_BUDGET", 0);
 	uint64_t t0 = pt_st_mono_ns(), worst = 0;
-	struct pt_st_trace tr;
 	struct storm s;
 	long i;
 
 	ASSERT_LT(0, storm_start(&s));
 	for (i = 0; i < n && in_budget(t0, budget); i++) {
-		int fd = open(DEV, O_RDONLY | O_CLOEXEC);
-		uint64_t t;
+		uint64_t t = storm_session(_metadata, i);
 
-		ASSERT_LE(0, fd) TH_LOG("cycle %ld: open: %s", i, strerror(errno));
-		usleep(20000 + (i * 7919) % 100000);
-		t = pt_st_mono_ns();
-		/* Stops the session (the slow part), then reads to EOF. */
-		ASSERT_EQ(0, pt_st_collect(fd, &tr)) TH_LOG("cycle %ld: %s", i, tr.err);
-		t = pt_st_mono_ns() - t;
 		worst = t > worst ? t : worst;
-		ASSERT_LT(0, tr.nr) TH_LOG("cycle %ld: no event under the storm", i);
-		pt_st_trace_free(&tr);
-		ASSERT_EQ(0, close(fd));
 	}
 	storm_stop(&s);
 	TH_LOG("%ld of %ld stops under the storm in %.1f s, the slowest %.2f s",

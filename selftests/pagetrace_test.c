@@ -1782,7 +1782,7 @@ TEST_F_TIMEOUT(pt, lost_counted, 180)
  * must refuse the module with the symbol and the kernel named, not load
  * into a partial trace.  require= adds one more mandatory attach point, so
  * the real registration path meets a name this kernel does not have; and
- * hook= must name an existing backend.
+ * hook= and clock= must name an existing choice.
  */
 TEST_F_TIMEOUT(pt, missing_symbol_refused, 180)
 {
@@ -1791,6 +1791,7 @@ TEST_F_TIMEOUT(pt, missing_symbol_refused, 180)
 		/* Inlined into get_page_from_freelist() on 6.1 and 6.12. */
 		{ "require=prep_new_page", "prep_new_page" },
 		{ "hook=ftrace", "kprobe, tracepoint, fentry" },
+		{ "clock=tsc", "auto, local" },
 	};
 	static char log[1 << 16];
 	struct utsname u;
