@@ -390,4 +390,5 @@ for flavour in $KERNELS; do
 done
 
 echo "# total time $((SECONDS - START))s; logs in ${OUT#"$ROOT"/}/ and build/RELEASE/share/"
+scripts/ktap.sh failures "$LOG"
 scripts/ktap.sh count "$LOG"

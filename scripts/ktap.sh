@@ -20,13 +20,18 @@
 #       Count normalized result lines in FILE and print exactly one line,
 #       "N passed, N failed" (", N skipped" only if there are skips).  Exit
 #       1 if anything failed or nothing ran, else 0.
+#   scripts/ktap.sh failures FILE
+#       Repeat each failure of FILE with the last few diagnostics before it,
+#       under a "# failures:" heading (nothing if all passed), so that the
+#       end of a long run's output, the part a CI page shows, says what
+#       failed and why.
 #
 # Classification: "ok ... # SKIP ..." = skipped (never a pass); "ok" = passed;
 # "not ok" = failed (a "# SKIP" on a "not ok" line does not make it a skip).
 # Only top-level lines count: indented (nested) results belong to a parent.
 set -euo pipefail
 
-cmd=${1:?usage: ktap.sh normalize PREFIX NAME [STATUS] | count FILE}
+cmd=${1:?usage: ktap.sh normalize PREFIX NAME [STATUS] | count FILE | failures FILE}
 shift
 
 case "$cmd" in
@@ -130,6 +135,32 @@ count)
 		if (skipped > 0) s = s ", " skipped " skipped"
 		print s
 		exit (failed > 0 || passed + failed + skipped == 0) ? 1 : 0
+	}' "${1:?FILE}"
+	;;
+failures)
+	exec awk '
+	function keep(s) {
+		if (ndiag == 6) {	# the last 6 diagnostics before a failure
+			for (i = 1; i < 6; i++) diag[i] = diag[i + 1]
+			ndiag--
+		}
+		diag[++ndiag] = s
+	}
+	{ line = $0; sub(/^\[[^]]*\] /, "", line) }
+	line ~ /^#/ { keep($0); next }
+	line ~ /^not ok [0-9]+/ {
+		if (++failed == 1)
+			print "# failures:"
+		if (failed <= 20) {
+			for (i = 1; i <= ndiag; i++)
+				print "#   " diag[i]
+			print "#   " $0
+		}
+	}
+	{ ndiag = 0 }
+	END {
+		if (failed > 20)
+			print "#   ... and " failed - 20 " more"
 	}' "${1:?FILE}"
 	;;
 *)
