@@ -10,6 +10,11 @@
  * function (a kprobe, the function tracer), ftrace calls it first and then
  * jumps to our trampoline; the trampoline sees the same stack either way.
  *
+ * The kprobe backend borrows the return trampoline on kernels that are not
+ * PREEMPT_RT: pt_fexit_kprobe_register() puts a kprobe on the allocator's
+ * fentry call site whose handler sends the call into the trampoline, in
+ * place of a kretprobe (whose rethook costs several times the kprobe).
+ *
  * Calls in flight: a return trampoline is on the stack for as long as its
  * function runs, sleeps included (an allocation may wait in reclaim for
  * seconds).  Its text must not go away meanwhile.  pt_fexit_enter() and
@@ -155,6 +160,52 @@ int pt_fentry_attach(struct pt_fentry *f, const char *symbol, void *tramp,
 	}
 	if (body && *(u8 *)(body - PT_FENTRY_CALL_SIZE) != 0xe8) {
 		pt_fentry_detach(f);
+		return -EILSEQ;
+	}
+	return 0;
+}
+
+static void pt_fexit_kprobe_post(struct kprobe *kp, struct pt_regs *regs,
+				 unsigned long flags)
+{
+}
+
+/**
+ * pt_fexit_kprobe_register - a kprobe that sends @symbol's calls through a
+ *			      PT_FEXIT_AFTER_KPROBE trampoline
+ * @kp: the kprobe, unregistered
+ * @symbol: the function
+ * @redirect: the kprobe's handler: sets the saved instruction pointer to
+ *	      the trampoline and returns 1
+ * @body: the address the trampoline calls (@symbol + PT_FENTRY_END)
+ *
+ * The kprobe must sit on @symbol's fentry call site, reached through
+ * ftrace, for two reasons: ftrace takes the new instruction pointer only
+ * from an ftrace_ops with IPMODIFY (the kprobe core uses one for kprobes
+ * with a post handler, hence the empty one), and the trampoline resumes
+ * the function right after that call site.  Checked, never assumed.
+ * Unregister with unregister_kprobe(); calls already below the trampoline
+ * go on, and pt_fentry_drain() waits for them at module exit.
+ *
+ * Return: 0; -EBUSY if another ftrace user modifies @symbol's instruction
+ * pointer already (a live patch, another such kprobe); -EILSEQ if the
+ * kprobe is not on the fentry call site; or another error of
+ * register_kprobe().
+ */
+int pt_fexit_kprobe_register(struct kprobe *kp, const char *symbol,
+			     kprobe_pre_handler_t redirect, unsigned long body)
+{
+	int ret;
+
+	*kp = (struct kprobe){ .symbol_name = symbol, .pre_handler = redirect,
+			       .post_handler = pt_fexit_kprobe_post };
+	pt_fentry_used = true;
+	ret = register_kprobe(kp);
+	if (ret)
+		return ret;
+	if (!(kp->flags & KPROBE_FLAG_FTRACE) ||
+	    (unsigned long)kp->addr + PT_FENTRY_CALL_SIZE != body) {
+		unregister_kprobe(kp);
 		return -EILSEQ;
 	}
 	return 0;

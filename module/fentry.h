@@ -31,6 +31,13 @@
  * and exit() count them (fentry.c) and module exit waits for the count to
  * drop to zero.  FUNC's first frame on the stack is then the trampoline's.
  *
+ * PT_FEXIT_AFTER_KPROBE(name, func, enter, exit): the same, for a kprobe
+ * on FUNC's fentry call site whose handler sets the saved instruction
+ * pointer to name and returns 1 (the way fault injection overrides a
+ * function).  ftrace then "returns" from the call site into the trampoline
+ * with the call site's return address already popped: the stack is that
+ * of FUNC's first instruction, and there is nothing to drop.
+ *
  * The kernel is built with an 8-byte stack alignment, so the pushes need
  * no padding; objtool validates the frames and writes their ORC entries,
  * so the unwinder walks through the trampolines (sampled call stacks).
@@ -102,9 +109,10 @@ asm(".macro pt_tramp_start name\n"
 	    ASM_RET							\
 	    "	pt_tramp_end " __stringify(name) "\n")
 
-#define PT_FEXIT_TRAMPOLINE(name, func, enter, exit)			\
+/* @drop: what to pop first so that the stack is FUNC's at its entry. */
+#define PT_FEXIT_FROM(name, drop, func, enter, exit)			\
 	asm("	pt_tramp_start " __stringify(name) "\n"		\
-	    "	addq $8, %rsp\n"					\
+	    drop							\
 	    PT_UNWIND_HINT_FUNC						\
 	    "	pushq %rbp\n"						\
 	    "	movq %rsp, %rbp\n"					\
@@ -126,5 +134,10 @@ asm(".macro pt_tramp_start name\n"
 	    "	leave\n"						\
 	    ASM_RET							\
 	    "	pt_tramp_end " __stringify(name) "\n")
+
+#define PT_FEXIT_TRAMPOLINE(name, func, enter, exit)			\
+	PT_FEXIT_FROM(name, "	addq $8, %rsp\n", func, enter, exit)
+#define PT_FEXIT_AFTER_KPROBE(name, func, enter, exit)			\
+	PT_FEXIT_FROM(name, "", func, enter, exit)
 
 #endif /* _PAGETRACE_FENTRY_H */

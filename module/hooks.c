@@ -8,7 +8,10 @@
  * (hook=auto, the default: fentry, but kprobe on PREEMPT_RT and wherever
  * fentry cannot attach):
  *
- *  kprobe      kprobes and kretprobes on the allocator itself.
+ *  kprobe      kprobes and kretprobes on the allocator itself; the
+ *              allocator's return is reached through a kprobe that sends
+ *              the call into the fentry backend's return trampoline
+ *              (a kretprobe on PREEMPT_RT, see pt_alloc_redirect()).
  *  fentry      the same functions, reached by ftrace direct calls from
  *              their fentry call sites into our own trampolines
  *              (fentry.h): a return trampoline on the allocator entry, an
@@ -26,7 +29,7 @@
  *
  * 6.1 (also the 6.1 PREEMPT_RT kernel: same symbols and call graph)
  *  allocation
- *   __alloc_pages         (kretprobe; or tracepoint mm_page_alloc, which
+ *   __alloc_pages         (return; or tracepoint mm_page_alloc, which
  *                         fires there only) every allocation but the bulk
  *                         allocator's: alloc_pages, folio_alloc,
  *                         __get_free_pages, THP and hugetlb all end here.
@@ -529,6 +532,26 @@ PT_FEXIT_TRAMPOLINE(pt_alloc_tramp, PT_ALLOC_FUNC, pt_fexit_enter,
 		    pt_fexit_alloc);
 
 /*
+ * The kprobe backend's allocation hook, except on PREEMPT_RT: a kprobe on
+ * PT_ALLOC_FUNC's call site that sends the call through the same return
+ * trampoline (pt_fexit_kprobe_register()), at a fraction of a kretprobe's
+ * cost.  Its detach waits for no RCU-tasks grace period (the kprobe
+ * core's ftrace_ops is the kernel's own); module exit does, as for
+ * fentry, for the trampoline's few uncounted instructions.  PREEMPT_RT,
+ * where that wait can last minutes, keeps the kretprobe, and so does a
+ * kernel where the kprobe cannot redirect (another user of IPMODIFY on
+ * the function: a live patch).
+ */
+PT_FEXIT_AFTER_KPROBE(pt_alloc_kprobe_tramp, PT_ALLOC_FUNC, pt_fexit_enter,
+		      pt_fexit_alloc);
+
+static int notrace pt_alloc_redirect(struct kprobe *p, struct pt_regs *regs)
+{
+	instruction_pointer_set(regs, (unsigned long)pt_alloc_kprobe_tramp);
+	return 1;	/* resume at the new instruction pointer */
+}
+
+/*
  * The attach table.  Entries apply to kernels in [since, until) and to the
  * backends in @backends.  Every entry that applies must attach, or the
  * session (and, for the hook= given at load, the module) fails with the
@@ -560,6 +583,8 @@ struct pt_hook {
 	void			*tp_probe;	/* PT_TRACEPOINT */
 	void			(*tramp)(void);	/* PT_FENTRY */
 	bool			fexit;		/* tramp calls symbol's body */
+	/* PT_KRETPROBE: a kprobe with this handler instead, if it can */
+	kprobe_pre_handler_t	redirect;
 };
 
 /* Kernel version as major << 8 | minor, compared with the running kernel. */
@@ -596,14 +621,15 @@ struct pt_hook {
 	  .fexit = true }
 #define PT_ALLOC(ver, sym)						\
 	{ ver, PT_ON_KPROBE, PT_KRETPROBE, sym, .entry = pt_alloc_entry, \
-	  .ret = pt_alloc_return, .data_size = sizeof(struct pt_alloc_data) }
+	  .ret = pt_alloc_return, .data_size = sizeof(struct pt_alloc_data), \
+	  .redirect = IS_ENABLED(CONFIG_PREEMPT_RT) ? NULL : pt_alloc_redirect }
 
 static const struct pt_hook pt_hook_table[] = {
 	PT_SCOPE(PT_6_1, "shrink_lruvec", PT_SCOPE_RECLAIM),
 	PT_SCOPE(PT_6_1, "evict_folios", PT_SCOPE_RECLAIM),
 	PT_SCOPE(PT_6_1, "shrink_folio_list", PT_SCOPE_RECLAIM),
 	PT_BULK(PT_6_1, "__alloc_pages_bulk"),
-	PT_ALLOC(PT_6_1, "__alloc_pages"),
+	PT_ALLOC(PT_6_1, __stringify(PT_ALLOC_FUNC)),
 	PT_TP(PT_6_1, "mm_page_alloc", pt_tp_alloc),
 	PT_KP(PT_6_1, PT_ON_ALL, "split_map_pages", pt_split_map_pages),
 	PT_KP(PT_6_1, PT_ON_KPROBE, "free_pcp_prepare", pt_free),
@@ -617,7 +643,7 @@ static const struct pt_hook pt_hook_table[] = {
 	PT_SCOPE(PT_6_12, "evict_folios", PT_SCOPE_RECLAIM),
 	PT_SCOPE(PT_6_12, "shrink_folio_list", PT_SCOPE_RECLAIM),
 	PT_BULK(PT_6_12, "alloc_pages_bulk_noprof"),
-	PT_ALLOC(PT_6_12, "__alloc_pages_noprof"),
+	PT_ALLOC(PT_6_12, __stringify(PT_ALLOC_FUNC)),
 	PT_TP(PT_6_12, "mm_page_alloc", pt_tp_alloc),
 	PT_KP_BREAKPOINT(PT_6_12, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
 	{ PT_6_12, PT_ON_ALL, PT_KRETPROBE, "isolate_freepages_range",
@@ -657,6 +683,7 @@ static struct pt_hook pt_required_hook = {
 /* The probes of the table entries that apply, registered per session. */
 static struct pt_probe {
 	const struct pt_hook	*hook;
+	enum pt_kind		kind;	/* as registered: see PT_ALLOC */
 	struct kprobe		kp;
 	struct kretprobe	rp;
 	struct tracepoint	*tp;
@@ -715,6 +742,7 @@ static int pt_probe_register(struct pt_probe *p)
 	const struct pt_hook *h = p->hook;
 	int ret;
 
+	p->kind = h->kind;
 	switch (h->kind) {
 	case PT_KPROBE:
 		p->kp = (struct kprobe){ .symbol_name = h->symbol,
@@ -725,6 +753,18 @@ static int pt_probe_register(struct pt_probe *p)
 		ret = register_kprobe(&p->kp);
 		break;
 	case PT_KRETPROBE:
+		if (h->redirect) {
+			ret = pt_fexit_kprobe_register(&p->kp, h->symbol,
+						       h->redirect,
+						       (unsigned long)PT_ALLOC_FUNC +
+						       PT_FENTRY_END);
+			if (!ret) {
+				p->kind = PT_KPROBE;
+				break;
+			}
+			pr_info("pagetrace: cannot send %s through a trampoline (%d), using a kretprobe\n",
+				h->symbol, ret);
+		}
 		p->rp = (struct kretprobe){
 			.kp.symbol_name = h->symbol,
 			.entry_handler = h->entry,
@@ -780,7 +820,7 @@ static void pt_probes_unregister(void)
 
 		if (!p->registered)
 			continue;
-		switch (p->hook->kind) {
+		switch (p->kind) {
 		case PT_KPROBE:
 			kps[nk++] = &p->kp;
 			break;
@@ -897,9 +937,9 @@ unsigned long pt_hooks_missed(void)
 	for (i = 0; i < pt_nr_probes; i++) {
 		const struct pt_probe *p = &pt_probes[i];
 
-		if (p->hook->kind == PT_KPROBE)
+		if (p->kind == PT_KPROBE)
 			n += READ_ONCE(p->kp.nmissed);
-		else if (p->hook->kind == PT_KRETPROBE &&
+		else if (p->kind == PT_KRETPROBE &&
 			 p->hook->scope != PT_SCOPE_RECLAIM)
 			n += READ_ONCE(p->rp.nmissed) +
 			     READ_ONCE(p->rp.kp.nmissed);

@@ -23,6 +23,7 @@
 #include <linux/cache.h>
 #include <linux/ftrace.h>
 #include <linux/irq_work.h>
+#include <linux/kprobes.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
@@ -329,6 +330,7 @@ void pt_free_tramp(void);
 void pt_free_unref_page_tramp(void);
 void pt_free_folios_tramp(void);
 void pt_alloc_tramp(void);
+void pt_alloc_kprobe_tramp(void);
 
 /* fentry.c */
 struct pt_fentry {
@@ -341,6 +343,8 @@ void pt_fexit_leave(void);
 int pt_fentry_attach(struct pt_fentry *f, const char *symbol, void *tramp,
 		     unsigned long body);
 void pt_fentry_detach(struct pt_fentry *f);
+int pt_fexit_kprobe_register(struct kprobe *kp, const char *symbol,
+			     kprobe_pre_handler_t redirect, unsigned long body);
 void pt_fentry_drain(void);
 
 /* device.c */

@@ -332,6 +332,18 @@ static int gt_listed(const char *list, const char *sym)
 	return strstr(list, pat) != NULL;
 }
 
+/*
+ * Whether kprobes/list shows a probe of @type on @sym: "ADDR  k  sym+0x..."
+ * for a kprobe, "r" for a kretprobe.
+ */
+static int gt_listed_as(const char *list, char type, const char *sym)
+{
+	char pat[128];
+
+	snprintf(pat, sizeof(pat), "  %c  %s+0x", type, sym);
+	return strstr(list, pat) != NULL;
+}
+
 TEST(backend_attach_points)
 {
 	static const char * const tp_free[] = {
@@ -341,9 +353,11 @@ TEST(backend_attach_points)
 	struct utsname u;
 	const char *alloc, *compact;
 	unsigned int i;
+	bool rt;
 	int dev;
 
 	ASSERT_EQ(0, uname(&u));
+	rt = strstr(u.version, "PREEMPT_RT") != NULL;
 	alloc = strncmp(u.release, "6.12.", 5) ? "__alloc_pages" :
 						  "__alloc_pages_noprof";
 	/* Compaction's allocations; see the top of module/hooks.c. */
@@ -356,6 +370,12 @@ TEST(backend_attach_points)
 	ASSERT_EQ(0, gt_kprobes_list(list, sizeof(list)));
 	close(dev);
 	EXPECT_TRUE(gt_listed(list, alloc)) TH_LOG("kprobe backend: %s not probed", alloc);
+	/*
+	 * The allocator's return: a plain kprobe that sends the call through
+	 * a return trampoline, but a kretprobe on PREEMPT_RT (hooks.c).
+	 */
+	EXPECT_EQ(!rt, gt_listed_as(list, 'k', alloc)) TH_LOG("%s", list);
+	EXPECT_EQ(rt, gt_listed_as(list, 'r', alloc)) TH_LOG("%s", list);
 	EXPECT_TRUE(gt_listed(list, compact)) TH_LOG("kprobe backend: %s not probed", compact);
 	EXPECT_TRUE(gt_listed(list, "__free_pages_ok"));
 	EXPECT_TRUE(gt_listed(list, "shrink_folio_list"));
@@ -429,13 +449,16 @@ static void gt_auto_session(struct __test_metadata *_metadata,
  * kprobes when fentry cannot attach: here another ftrace user that may
  * modify the return address holds the allocator's entry (pagetrace_gt's
  * ipmodify_on), which a direct call cannot share.  hook=fentry then fails
- * the open with EBUSY, and hook=auto says why it fell back.
+ * the open with EBUSY, and hook=auto says why it fell back.  Nor can the
+ * kprobe backend's own redirecting kprobe share it: that session says so
+ * and takes the allocator's return with a kretprobe (not on PREEMPT_RT,
+ * which uses the kretprobe anyway), and still sees every page.
  */
 TEST(hook_auto)
 {
 	struct utsname u;
 	char report[256], line[512];
-	bool rt, said = false;
+	bool rt, said = false, said_kret = false;
 	int dev, kmsg;
 	ssize_t n;
 
@@ -462,9 +485,11 @@ TEST(hook_auto)
 	while ((n = read(kmsg, line, sizeof(line) - 1)) > 0) {
 		line[n] = '\0';
 		said |= strstr(line, "hook=auto: fentry failed") != NULL;
+		said_kret |= strstr(line, "through a trampoline (-16), using a kretprobe") != NULL;
 	}
 	close(kmsg);
 	EXPECT_EQ(!rt, said);
+	EXPECT_EQ(!rt, said_kret);
 	ASSERT_EQ(0, pt_st_gt_run("ipmodify_off", report, sizeof(report)));
 	pt_st_set_hook("auto");
 }
