@@ -49,8 +49,8 @@
 # BENCH_CPUS (1 with icount, else 2),
 # BENCH_MEM (MB, 3072: bpftrace's libraries live in the initramfs),
 # BENCH_WORKLOADS, BENCH_CONTENDERS (subsets of the above), and the sizes
-# BENCH_KITERS (per CPU, 50000), BENCH_MMAP_MIB (8) x BENCH_MMAP_ITERS (8),
-# BENCH_FORK_ITERS (150), BENCH_READ_MIB (8) x BENCH_READ_ITERS (8).
+# BENCH_KITERS (per CPU, 50000), BENCH_MMAP_MIB (8) x BENCH_MMAP_ITERS (24),
+# BENCH_FORK_ITERS (450), BENCH_READ_MIB (8) x BENCH_READ_ITERS (24).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -112,10 +112,10 @@ for flavour in $KERNELS; do
 	CONTENDERS="$CONTENDERS"
 	KITERS=${BENCH_KITERS:-50000}
 	MMAP_MIB=${BENCH_MMAP_MIB:-8}
-	MMAP_ITERS=${BENCH_MMAP_ITERS:-8}
-	FORK_ITERS=${BENCH_FORK_ITERS:-150}
+	MMAP_ITERS=${BENCH_MMAP_ITERS:-24}
+	FORK_ITERS=${BENCH_FORK_ITERS:-450}
 	READ_MIB=${BENCH_READ_MIB:-8}
-	READ_ITERS=${BENCH_READ_ITERS:-8}
+	READ_ITERS=${BENCH_READ_ITERS:-24}
 	CONF
 	printf '#!/bin/sh\nexec sh /mnt/host/run-guest.sh\n' >"$S/run.sh"
 
