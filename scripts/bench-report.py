@@ -20,7 +20,8 @@ import statistics
 import sys
 
 ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "pt-fentry", "pt-local",
-         "pt-stacks", "pt-filter", "trace-cmd", "ftrace-raw", "perf", "bpftrace"]
+         "pt-notasks", "pt-stacks", "pt-filter", "trace-cmd", "ftrace-raw", "perf",
+         "bpftrace"]
 PEERS = ["trace-cmd", "ftrace-raw", "perf", "bpftrace"]
 WORKLOAD_DOC = {
     "k0": "pt_bench.ko, alloc_pages + __free_pages order 0 on every CPU; op = 2 events",
