@@ -185,8 +185,9 @@ def markdown(summary, unavailable, meta):
     L += ["## Goals", "",
           "| workload | kprobe ×trace-cmd | kprobe ×ftrace-raw | fentry ×trace-cmd "
           "| fentry ×ftrace-raw | tracepoint ×trace-cmd "
-          "| tracepoint ×ftrace-raw | pagetrace B/event | pagetrace lost | loaded − none ns/op |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+          "| tracepoint ×ftrace-raw | pagetrace B/event | B/event, tasks=0 "
+          "| pagetrace lost | loaded − none ns/op |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for w, ws in summary.items():
         cs = ws["contenders"]
         g = lambda c, p: f"{cs[c]['ratio'][p]:.2f}" if c in cs and p in cs[c]["ratio"] else "–"
@@ -194,12 +195,15 @@ def markdown(summary, unavailable, meta):
         bpe = [cs[c]["bytes_per_event"]["median"] for c in pts
                if c in cs and cs[c].get("bytes_per_event")]
         lost = [cs[c]["lost"]["total"] for c in pts if c in cs and "lost" in cs[c]]
+        nt = cs.get("pt-notasks", {}).get("bytes_per_event")
+        nt = f"{nt['median']:.2f}" if nt else "–"
         ld = (f"{cs['loaded']['ns_per_op']['median'] - cs['none']['ns_per_op']['median']:+.0f}"
               if "loaded" in cs and "none" in cs else "–")
         L.append(f"| {w} | {g('pt-kprobe', 'trace-cmd')} | {g('pt-kprobe', 'ftrace-raw')} | "
                  f"{g('pt-fentry', 'trace-cmd')} | {g('pt-fentry', 'ftrace-raw')} | "
                  f"{g('pt-tracepoint', 'trace-cmd')} | {g('pt-tracepoint', 'ftrace-raw')} | "
-                 f"{'/'.join(f'{b:.2f}' for b in bpe) or '–'} | {'/'.join(f'{x:.0f}' for x in lost) or '–'} | {ld} |")
+                 f"{'/'.join(f'{b:.2f}' for b in bpe) or '–'} | {nt} | "
+                 f"{'/'.join(f'{x:.0f}' for x in lost) or '–'} | {ld} |")
     L += ["", "Goals (the issue): kprobe ≤ 0.3× (function hooks: hook=kprobe or hook=fentry) "
           "and tracepoint ≤ 0.2× ftrace's added ns/event; "
           "≤ 8.3 B/event; 0 lost; no cost when loaded without a session.", ""]
