@@ -165,11 +165,6 @@ int pt_fentry_attach(struct pt_fentry *f, const char *symbol, void *tramp,
 	return 0;
 }
 
-static void pt_fexit_kprobe_post(struct kprobe *kp, struct pt_regs *regs,
-				 unsigned long flags)
-{
-}
-
 /**
  * pt_fexit_kprobe_register - a kprobe that sends @symbol's calls through a
  *			      PT_FEXIT_AFTER_KPROBE trampoline
@@ -182,7 +177,7 @@ static void pt_fexit_kprobe_post(struct kprobe *kp, struct pt_regs *regs,
  * The kprobe must sit on @symbol's fentry call site, reached through
  * ftrace, for two reasons: ftrace takes the new instruction pointer only
  * from an ftrace_ops with IPMODIFY (the kprobe core uses one for kprobes
- * with a post handler, hence the empty one), and the trampoline resumes
+ * with a post handler, hence an empty one), and the trampoline resumes
  * the function right after that call site.  Checked, never assumed.
  * Unregister with unregister_kprobe(); calls already below the trampoline
  * go on, and pt_fentry_drain() waits for them at module exit.
@@ -198,7 +193,7 @@ int pt_fexit_kprobe_register(struct kprobe *kp, const char *symbol,
 	int ret;
 
 	*kp = (struct kprobe){ .symbol_name = symbol, .pre_handler = redirect,
-			       .post_handler = pt_fexit_kprobe_post };
+			       .post_handler = pt_kprobe_no_post };
 	pt_fentry_used = true;
 	ret = register_kprobe(kp);
 	if (ret)

@@ -15,9 +15,9 @@
  *  fentry      the same functions, reached by ftrace direct calls from
  *              their fentry call sites into our own trampolines
  *              (fentry.h): a return trampoline on the allocator entry, an
- *              entry trampoline on each free function.  No kprobe lookup,
- *              no pt_regs, no rethook: about 30% of the kprobe
- *              backend's cost.  Where a function has no fentry call site
+ *              entry trampoline on each free function.  No kprobe lookup
+ *              and no pt_regs: about half the kprobe backend's cost.
+ *              Where a function has no fentry call site
  *              (free_pages_prepare on 6.12) it keeps its kprobe.
  *  tracepoint  the kmem tracepoints mm_page_alloc and mm_page_free where
  *              they see the same events (cheaper than kprobes), and the
@@ -128,7 +128,7 @@
  * The hook= parameter.  Read when a session starts, like the others; a bad
  * value fails insmod (or the write to sysfs) with the allowed ones named.
  *
- * hook=auto picks fentry, at a third of kprobe's cost (see
+ * hook=auto picks fentry, at half of kprobe's cost (see
  * Documentation/pagetrace/design.rst), except on PREEMPT_RT: ftrace frees
  * a direct call's ops after an RCU-tasks grace period at each detach,
  * which a task busy in the kernel can hold off there for a long time.  If
@@ -668,7 +668,12 @@ static int pt_nop(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 
-static void pt_no_post(struct kprobe *p, struct pt_regs *regs,
+/*
+ * An empty post handler changes how the kprobe core treats a kprobe: it
+ * never jump-optimizes it (PT_KP_BREAKPOINT), and on an ftrace site it
+ * arms it with its IPMODIFY ftrace_ops (pt_fexit_kprobe_register()).
+ */
+void pt_kprobe_no_post(struct kprobe *p, struct pt_regs *regs,
 		       unsigned long flags)
 {
 }
@@ -749,7 +754,7 @@ static int pt_probe_register(struct pt_probe *p)
 					 .pre_handler = h->pre };
 		/* Never jump-optimized; see PT_KP_BREAKPOINT. */
 		if (h->breakpoint)
-			p->kp.post_handler = pt_no_post;
+			p->kp.post_handler = pt_kprobe_no_post;
 		ret = register_kprobe(&p->kp);
 		break;
 	case PT_KRETPROBE:

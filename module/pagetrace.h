@@ -325,6 +325,8 @@ unsigned int pt_hooks_backend(void);
 int pt_hooks_register(unsigned int *backend);
 void pt_hooks_unregister(void);
 unsigned long pt_hooks_missed(void);
+void pt_kprobe_no_post(struct kprobe *p, struct pt_regs *regs,
+		       unsigned long flags);
 /* hooks.c: its trampolines (fentry.h), defined in assembly */
 void pt_free_tramp(void);
 void pt_free_unref_page_tramp(void);
