@@ -24,6 +24,7 @@
 #include <linux/pagetrace.h>
 
 #include "libpagetrace.h"
+#include "pt_selftest.h"
 #include "kselftest_harness.h"
 
 #define DEV		"/dev/pagetrace"
@@ -851,7 +852,7 @@ TEST_F(mm, poll_wakes)
 	pfn = one_page_event();
 	ASSERT_NE(0, pfn);
 	t0 = now_ms();
-	deadline = t0 + 2 * flush_ms + 500;
+	deadline = t0 + 2 * flush_ms + PT_ST_LATE_MS;
 	while (!seen && now_ms() < deadline) {
 		int ret = poll(&pfd, 1, deadline - now_ms());
 
@@ -867,7 +868,8 @@ TEST_F(mm, poll_wakes)
 	TH_LOG("pfn %#llx seen after %llu ms (flush_ms %ld)",
 	       (unsigned long long)pfn, (unsigned long long)(now_ms() - t0),
 	       flush_ms);
-	ASSERT_TRUE(seen) TH_LOG("not woken with it within 2 x flush_ms + 500 ms");
+	ASSERT_TRUE(seen) TH_LOG("not woken with it within 2 x flush_ms + %d ms",
+				 PT_ST_LATE_MS);
 }
 
 /*

@@ -14,6 +14,14 @@
 
 #define PT_GT_DIR	"/sys/kernel/debug/pagetrace_gt"
 
+/*
+ * How late past two flush periods an event may reach a waiting reader:
+ * the flush timer delivers after about flush_ms (255-280 ms for 250 in
+ * the logs), but a TCG guest on a busy host can stall for a good part of
+ * a second.  A reader that is never woken still fails.
+ */
+#define PT_ST_LATE_MS	3000
+
 /* A whole session, decoded. */
 struct pt_st_trace {
 	struct pagetrace_header	hdr;
