@@ -20,11 +20,20 @@
  * the median batch per operation (the cost on the allocation path itself,
  * mostly free of preemption).  The totals are means over the CPUs.  One
  * operation is two page events: an allocation and a free.
+ *
+ *   echo 1 > /sys/kernel/debug/pt_bench/empty_kprobes
+ *
+ * registers kprobes with empty handlers on the functions pagetrace's kprobe
+ * backend hooks for the allocations and frees of the benchmarks (0 removes
+ * them): the cost of the kprobe core alone, the floor under any tracer
+ * built on kprobes.  A symbol this kernel lacks is skipped; none at all of
+ * the allocation or of the free side fails the write with -ENOENT.
  */
 #include <linux/completion.h>
 #include <linux/cpu.h>
 #include <linux/debugfs.h>
 #include <linux/gfp.h>
+#include <linux/kprobes.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -244,6 +253,88 @@ static ssize_t pt_bench_write(struct file *file, const char __user *ubuf,
 	return ret ?: len;
 }
 
+static int pt_bench_empty(struct kprobe *p, struct pt_regs *regs)
+{
+	return 0;
+}
+
+/* 6.1's names, then 6.12's; the allocation side first. */
+static struct kprobe pt_bench_kps[] = {
+	{ .symbol_name = "__alloc_pages" },
+	{ .symbol_name = "__alloc_pages_noprof" },
+	{ .symbol_name = "free_pcp_prepare" },
+	{ .symbol_name = "free_unref_page" },
+	{ .symbol_name = "__free_pages_ok" },
+	{ .symbol_name = "free_unref_folios" },
+};
+
+#define PT_BENCH_NR_ALLOC_KPS	2
+static bool pt_bench_kps_on[ARRAY_SIZE(pt_bench_kps)];
+
+static void pt_bench_kprobes_off(void)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&pt_bench_lock);
+	for (i = 0; i < ARRAY_SIZE(pt_bench_kps); i++) {
+		if (pt_bench_kps_on[i])
+			unregister_kprobe(&pt_bench_kps[i]);
+		pt_bench_kps_on[i] = false;
+	}
+}
+
+static int pt_bench_kprobes_on(void)
+{
+	unsigned int i, alloc = 0, free = 0;
+
+	lockdep_assert_held(&pt_bench_lock);
+	for (i = 0; i < ARRAY_SIZE(pt_bench_kps); i++) {
+		struct kprobe *kp = &pt_bench_kps[i];
+
+		if (pt_bench_kps_on[i])
+			continue;
+		*kp = (struct kprobe){ .symbol_name = kp->symbol_name,
+				       .pre_handler = pt_bench_empty };
+		if (register_kprobe(kp))
+			continue;
+		pt_bench_kps_on[i] = true;
+		if (i < PT_BENCH_NR_ALLOC_KPS)
+			alloc++;
+		else
+			free++;
+	}
+	if (!alloc || !free) {
+		pt_bench_kprobes_off();
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static ssize_t pt_bench_kprobes_write(struct file *file,
+				      const char __user *ubuf, size_t len,
+				      loff_t *ppos)
+{
+	bool on;
+	int ret;
+
+	ret = kstrtobool_from_user(ubuf, len, &on);
+	if (ret)
+		return ret;
+	mutex_lock(&pt_bench_lock);
+	if (on)
+		ret = pt_bench_kprobes_on();
+	else
+		pt_bench_kprobes_off();
+	mutex_unlock(&pt_bench_lock);
+	return ret ?: len;
+}
+
+static const struct file_operations pt_bench_kprobes_fops = {
+	.owner	= THIS_MODULE,
+	.write	= pt_bench_kprobes_write,
+	.llseek	= default_llseek,
+};
+
 static ssize_t pt_bench_read(struct file *file, char __user *ubuf,
 			     size_t len, loff_t *ppos)
 {
@@ -267,12 +358,17 @@ static int __init pt_bench_init(void)
 {
 	pt_bench_dir = debugfs_create_dir("pt_bench", NULL);
 	debugfs_create_file("run", 0600, pt_bench_dir, NULL, &pt_bench_fops);
+	debugfs_create_file("empty_kprobes", 0200, pt_bench_dir, NULL,
+			    &pt_bench_kprobes_fops);
 	return 0;
 }
 
 static void __exit pt_bench_exit(void)
 {
 	debugfs_remove_recursive(pt_bench_dir);
+	mutex_lock(&pt_bench_lock);
+	pt_bench_kprobes_off();
+	mutex_unlock(&pt_bench_lock);
 }
 
 module_init(pt_bench_init);

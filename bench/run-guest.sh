@@ -85,6 +85,13 @@ start() {
 	none)
 		grep -q '^pagetrace ' /proc/modules && rmmod pagetrace
 		;;
+	kprobe-empty)
+		# The kprobe core alone: pt_bench's empty kprobes on the
+		# functions the kprobe backend hooks, no recorder.
+		grep -q '^pagetrace ' /proc/modules && rmmod pagetrace
+		echo 1 >/sys/kernel/debug/pt_bench/empty_kprobes ||
+			echo "pt_bench cannot place its kprobes"
+		;;
 	loaded|pt-kprobe|pt-tracepoint|pt-fentry|pt-local|pt-notasks|pt-stacks|pt-filter)
 		grep -q '^pagetrace ' /proc/modules || insmod $H/pagetrace.ko ||
 			{ echo "insmod pagetrace.ko failed"; return; }
@@ -149,6 +156,7 @@ start() {
 # stop CONTENDER: stop the recorder; print "events=.. lost=.. bytes=..
 # rec_user=.. rec_sys=.." (what is known).
 stop() {
+	[ $1 = kprobe-empty ] && echo 0 >/sys/kernel/debug/pt_bench/empty_kprobes
 	[ -z "$REC" ] && return
 	case $1 in
 	ftrace-raw)

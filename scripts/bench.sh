@@ -24,6 +24,8 @@
 #               pt-local (fentry with clock=local: local_clock() where
 #               clock=auto would read the TSC),
 #               pt-notasks (fentry with tasks=0: no task records or names),
+#               kprobe-empty (empty kprobes where the kprobe backend
+#               hooks, from pt_bench.ko: the kprobe core's own cost),
 #               pt-stacks (kprobes, a call stack every 128 pages:
 #               stack_rate=128), pt-filter (kprobes, a node filter that
 #               keeps every event: filter_nodes=0),
@@ -71,7 +73,7 @@ else
 fi
 MEM=${BENCH_MEM:-3072}
 WORKLOADS=${BENCH_WORKLOADS:-k0 k3 mmap fork read}
-CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-fentry pt-local pt-notasks pt-stacks pt-filter trace-cmd ftrace-raw perf bpftrace}
+CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-fentry pt-local pt-notasks pt-stacks pt-filter kprobe-empty trace-cmd ftrace-raw perf bpftrace}
 
 if [ "$(id -u)" = 0 ]; then
 	# shellcheck disable=SC2086 # a list
