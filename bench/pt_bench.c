@@ -26,8 +26,7 @@
  * registers kprobes with empty handlers on the functions pagetrace's kprobe
  * backend hooks for the allocations and frees of the benchmarks (0 removes
  * them): the cost of the kprobe core alone, the floor under any tracer
- * built on kprobes.  A symbol this kernel lacks is skipped; none at all of
- * the allocation or of the free side fails the write with -ENOENT.
+ * built on kprobes.  -ENOENT if this kernel lacks one of them.
  */
 #include <linux/completion.h>
 #include <linux/cpu.h>
@@ -258,56 +257,53 @@ static int pt_bench_empty(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 
-/* 6.1's names, then 6.12's; the allocation side first. */
-static struct kprobe pt_bench_kps[] = {
-	{ .symbol_name = "__alloc_pages" },
-	{ .symbol_name = "__alloc_pages_noprof" },
-	{ .symbol_name = "free_pcp_prepare" },
-	{ .symbol_name = "free_unref_page" },
-	{ .symbol_name = "__free_pages_ok" },
-	{ .symbol_name = "free_unref_folios" },
+/*
+ * The kprobe backend's allocation and free hooks (module/hooks.c), per
+ * kernel: 6.1's, then 6.12's.  The first set that attaches whole is used.
+ * Not a union of the two: 6.1 has a free_unref_page() too, which calls
+ * free_pcp_prepare(), so it would count two hits per free.
+ */
+#define PT_BENCH_MAX_KPS	4
+static const char * const pt_bench_syms[][PT_BENCH_MAX_KPS] = {
+	{ "__alloc_pages", "free_pcp_prepare", "__free_pages_ok" },
+	{ "__alloc_pages_noprof", "free_unref_page", "__free_pages_ok",
+	  "free_unref_folios" },
 };
 
-#define PT_BENCH_NR_ALLOC_KPS	2
-static bool pt_bench_kps_on[ARRAY_SIZE(pt_bench_kps)];
+static struct kprobe pt_bench_kps[PT_BENCH_MAX_KPS];
+static unsigned int pt_bench_nr_kps;
 
 static void pt_bench_kprobes_off(void)
 {
-	unsigned int i;
-
 	lockdep_assert_held(&pt_bench_lock);
-	for (i = 0; i < ARRAY_SIZE(pt_bench_kps); i++) {
-		if (pt_bench_kps_on[i])
-			unregister_kprobe(&pt_bench_kps[i]);
-		pt_bench_kps_on[i] = false;
-	}
+	while (pt_bench_nr_kps)
+		unregister_kprobe(&pt_bench_kps[--pt_bench_nr_kps]);
 }
 
 static int pt_bench_kprobes_on(void)
 {
-	unsigned int i, alloc = 0, free = 0;
+	unsigned int set, i;
 
 	lockdep_assert_held(&pt_bench_lock);
-	for (i = 0; i < ARRAY_SIZE(pt_bench_kps); i++) {
-		struct kprobe *kp = &pt_bench_kps[i];
+	if (pt_bench_nr_kps)
+		return 0;
+	for (set = 0; set < ARRAY_SIZE(pt_bench_syms); set++) {
+		for (i = 0; i < PT_BENCH_MAX_KPS && pt_bench_syms[set][i]; i++) {
+			struct kprobe *kp = &pt_bench_kps[i];
 
-		if (pt_bench_kps_on[i])
-			continue;
-		*kp = (struct kprobe){ .symbol_name = kp->symbol_name,
-				       .pre_handler = pt_bench_empty };
-		if (register_kprobe(kp))
-			continue;
-		pt_bench_kps_on[i] = true;
-		if (i < PT_BENCH_NR_ALLOC_KPS)
-			alloc++;
-		else
-			free++;
-	}
-	if (!alloc || !free) {
+			*kp = (struct kprobe){
+				.symbol_name = pt_bench_syms[set][i],
+				.pre_handler = pt_bench_empty,
+			};
+			if (register_kprobe(kp))
+				break;
+			pt_bench_nr_kps++;
+		}
+		if (i == PT_BENCH_MAX_KPS || !pt_bench_syms[set][i])
+			return 0;
 		pt_bench_kprobes_off();
-		return -ENOENT;
 	}
-	return 0;
+	return -ENOENT;
 }
 
 static ssize_t pt_bench_kprobes_write(struct file *file,
