@@ -182,15 +182,33 @@ int pt_fentry_attach(struct pt_fentry *f, const char *symbol, void *tramp,
  * Unregister with unregister_kprobe(); calls already below the trampoline
  * go on, and pt_fentry_drain() waits for them at module exit.
  *
- * Return: 0; -EBUSY if another ftrace user modifies @symbol's instruction
- * pointer already (a live patch, another such kprobe); -EILSEQ if the
- * kprobe is not on the fentry call site; or another error of
+ * Return: 0; -EBUSY if another kprobe is on @symbol, or another ftrace
+ * user modifies its instruction pointer already (a live patch); -EILSEQ
+ * if the kprobe is not on the fentry call site; or another error of
  * register_kprobe().
  */
 int pt_fexit_kprobe_register(struct kprobe *kp, const char *symbol,
 			     kprobe_pre_handler_t redirect, unsigned long body)
 {
+	bool shared;
 	int ret;
+
+	/*
+	 * Another kprobe there already (perf, a trace kprobe event, BPF)?
+	 * Ours would join its aggregate, whose ftrace_ops has no IPMODIFY,
+	 * and its handler, running after ours, would never run again.  A
+	 * disabled probe without a post handler finds out harmlessly: it
+	 * is linked into an aggregate if there is one.
+	 */
+	*kp = (struct kprobe){ .symbol_name = symbol,
+			       .flags = KPROBE_FLAG_DISABLED };
+	ret = register_kprobe(kp);
+	if (ret)
+		return ret;
+	shared = !list_empty(&kp->list);
+	unregister_kprobe(kp);
+	if (shared)
+		return -EBUSY;
 
 	*kp = (struct kprobe){ .symbol_name = symbol, .pre_handler = redirect,
 			       .post_handler = pt_kprobe_no_post };
@@ -215,10 +233,12 @@ void pt_fentry_detach(struct pt_fentry *f)
 /**
  * pt_fentry_drain - wait until no task is inside a trampoline
  *
- * For module exit, after every trampoline was detached: the calls still
- * below a return trampoline finish (waiting for them, however long they
- * take, is what keeps the text they return to in place), then an RCU-tasks
- * grace period lets every task off the uncounted instructions.
+ * For module exit, after every trampoline was detached: an RCU-tasks
+ * grace period lets every task that entered a trampoline reach its
+ * counter, the calls still below a return trampoline finish (waiting for
+ * them, however long they take, is what keeps the text they return to in
+ * place), then another grace period lets every task off the uncounted
+ * instructions at the end.
  */
 void pt_fentry_drain(void)
 {
@@ -226,6 +246,13 @@ void pt_fentry_drain(void)
 
 	if (!pt_fentry_used)
 		return;
+	/*
+	 * A task may still be between a redirecting kprobe's handler and
+	 * pt_fexit_enter(), preempted or not, uncounted: unregistering a
+	 * kprobe waits for its handler, not for that.  Let it count itself
+	 * first (a direct call's detach waited for this already).
+	 */
+	synchronize_rcu_tasks();
 	while (pt_fexit_in_flight()) {
 		if (++waited % 500 == 0)
 			pr_info("pagetrace: waiting for %ld allocation calls to return\n",

@@ -419,11 +419,11 @@ TEST(backend_attach_points)
 }
 
 /*
- * One session of hook=auto around pages_order0: the backend it chose (in
- * the session record) and every operation traced once.
+ * One session of @hook around pages_order0: the backend it chose (in the
+ * session record) and every operation traced once.
  */
-static void gt_auto_session(struct __test_metadata *_metadata,
-			    unsigned int want)
+static void gt_hook_session(struct __test_metadata *_metadata,
+			    const char *hook, unsigned int want)
 {
 	static char report[64 << 10];
 	static struct gt_expect e[64];
@@ -431,7 +431,7 @@ static void gt_auto_session(struct __test_metadata *_metadata,
 	char skip[256];
 	int dev, n;
 
-	ASSERT_EQ(0, pt_st_set_hook("auto"));
+	ASSERT_EQ(0, pt_st_set_hook(hook));
 	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, dev) TH_LOG("open: %s", strerror(errno));
 	ASSERT_EQ(0, pt_st_gt_run("pages_order0", report, sizeof(report)));
@@ -466,8 +466,8 @@ TEST(hook_auto)
 	rt = strstr(u.version, "PREEMPT_RT") != NULL;
 	ASSERT_EQ(0, pt_st_gt_load());
 	ASSERT_EQ(0, pt_st_pin_cpu(0));
-	gt_auto_session(_metadata, rt ? PAGETRACE_BACKEND_KPROBE :
-					PAGETRACE_BACKEND_FENTRY);
+	gt_hook_session(_metadata, "auto",
+			rt ? PAGETRACE_BACKEND_KPROBE : PAGETRACE_BACKEND_FENTRY);
 
 	ASSERT_EQ(0, pt_st_gt_run("ipmodify_on", report, sizeof(report)));
 	ASSERT_NE(NULL, strstr(report, "held")) TH_LOG("%s", report);
@@ -481,7 +481,7 @@ TEST(hook_auto)
 		if (dev >= 0)
 			close(dev);
 	}
-	gt_auto_session(_metadata, PAGETRACE_BACKEND_KPROBE);
+	gt_hook_session(_metadata, "auto", PAGETRACE_BACKEND_KPROBE);
 	while ((n = read(kmsg, line, sizeof(line) - 1)) > 0) {
 		line[n] = '\0';
 		said |= strstr(line, "hook=auto: fentry failed") != NULL;
@@ -492,6 +492,83 @@ TEST(hook_auto)
 	EXPECT_EQ(!rt, said_kret);
 	ASSERT_EQ(0, pt_st_gt_run("ipmodify_off", report, sizeof(report)));
 	pt_st_set_hook("auto");
+}
+
+/* Write @s to @path: 0 or -errno. */
+static int gt_write_file(const char *path, const char *s, int flags)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | flags);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : n < 0 ? -errno : -EIO;
+}
+
+#define GT_KPROBE_EVENTS	"/sys/kernel/tracing/kprobe_events"
+#define GT_KPROBE_ENABLE	"/sys/kernel/tracing/events/pt_gt/shared/enable"
+
+/* Hits of the trace kprobe event pt_gt/shared, from kprobe_profile. */
+static long gt_shared_hits(void)
+{
+	static char buf[1 << 16];
+	char *l;
+	long hits;
+
+	if (gt_read_file("/sys/kernel/tracing/kprobe_profile", buf, sizeof(buf)))
+		return -1;
+	for (l = strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+		if (sscanf(l, " shared %ld", &hits) == 1)
+			return hits;
+	return -1;
+}
+
+/*
+ * Another kprobe on the allocator's entry (here a trace kprobe event, as
+ * perf probe or bpftrace would place): the kprobe backend's redirecting
+ * kprobe would join its aggregate and silence it, so the session takes
+ * the allocator's return with a kretprobe instead, says so, sees every
+ * page, and the other probe keeps firing.
+ */
+TEST(kprobe_shared)
+{
+	struct utsname u;
+	char cmd[128], line[512];
+	bool said = false;
+	long hits0, hits1;
+	int kmsg;
+	ssize_t n;
+
+	ASSERT_EQ(0, uname(&u));
+	if (strstr(u.version, "PREEMPT_RT"))
+		SKIP(return, "PREEMPT_RT: the kprobe backend uses the kretprobe anyway");
+	ASSERT_EQ(0, pt_st_gt_load());
+	ASSERT_EQ(0, pt_st_pin_cpu(0));
+	snprintf(cmd, sizeof(cmd), "p:pt_gt/shared %s\n",
+		 strncmp(u.release, "6.12.", 5) ? "__alloc_pages" :
+						  "__alloc_pages_noprof");
+	ASSERT_EQ(0, gt_write_file(GT_KPROBE_EVENTS, cmd, O_APPEND));
+	ASSERT_EQ(0, gt_write_file(GT_KPROBE_ENABLE, "1", 0));
+	hits0 = gt_shared_hits();
+	kmsg = pt_st_kmsg_open();
+	EXPECT_LE(0, kmsg);
+
+	gt_hook_session(_metadata, "kprobe", PAGETRACE_BACKEND_KPROBE);
+	hits1 = gt_shared_hits();
+	while (kmsg >= 0 && (n = read(kmsg, line, sizeof(line) - 1)) > 0) {
+		line[n] = '\0';
+		said |= strstr(line, "through a trampoline (-16), using a kretprobe") != NULL;
+	}
+	if (kmsg >= 0)
+		close(kmsg);
+	gt_write_file(GT_KPROBE_ENABLE, "0", 0);
+	gt_write_file(GT_KPROBE_EVENTS, "-:pt_gt/shared\n", O_APPEND);
+	pt_st_set_hook("auto");
+	EXPECT_TRUE(said);
+	EXPECT_LE(0, hits0);
+	EXPECT_LT(hits0, hits1) TH_LOG("the other kprobe stopped firing");
 }
 
 TEST_HARNESS_MAIN
