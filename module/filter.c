@@ -113,6 +113,8 @@ static int pt_types_get(char *buf, const struct kernel_param *kp)
 static int pt_orders_set(const char *val, const struct kernel_param *kp)
 {
 	DECLARE_BITMAP(orders, 64);
+	unsigned int order;
+	u64 mask = 0;
 
 	if (pt_keeps_all(val)) {
 		pt_orders = U64_MAX;
@@ -120,7 +122,10 @@ static int pt_orders_set(const char *val, const struct kernel_param *kp)
 	}
 	if (bitmap_parselist(val, orders, 64) || bitmap_empty(orders, 64))
 		return pt_bad(kp, val, "a list of orders 0..63 and ranges, e.g. 0-3,9");
-	bitmap_to_arr64(&pt_orders, orders, 64);
+	/* Bit by bit: bitmap_to_arr64() is newer than some kernels we build for. */
+	for_each_set_bit(order, orders, 64)
+		mask |= BIT_ULL(order);
+	pt_orders = mask;
 	return 0;
 }
 

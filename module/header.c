@@ -173,16 +173,28 @@ int pt_header_build(struct pt_session *sess)
  * pt_header_set_backend - name in the header the backend that attached
  * @sess: the session, hooks attached, before open() returns
  *
- * hook=auto is resolved only by attaching: the header (and its copy in
- * the meta area) was built first.  Nobody reads either yet.
+ * hook=auto is resolved, and what the hooks cannot see is known, only at
+ * attach time: the header (and its copy in the meta area) was built
+ * first.  Nobody reads either yet.
  */
 void pt_header_set_backend(struct pt_session *sess)
 {
-	u32 backend = pt_le32(sess->backend);
-	size_t off = sess->sess_rec_off +
-		     offsetof(struct pagetrace_rec_session, backend);
+	struct {
+		size_t	off;
+		u32	val;
+	} set[] = {
+		{ offsetof(struct pagetrace_rec_session, backend),
+		  pt_le32(sess->backend) },
+		{ offsetof(struct pagetrace_rec_session, uncovered),
+		  pt_le32(sess->uncovered) },
+	};
+	void *meta_header = (void *)sess->meta + sess->meta->header_offset;
+	unsigned int i;
 
-	memcpy(sess->header + off, &backend, sizeof(backend));
-	memcpy((void *)sess->meta + sess->meta->header_offset + off, &backend,
-	       sizeof(backend));
+	for (i = 0; i < ARRAY_SIZE(set); i++) {
+		size_t off = sess->sess_rec_off + set[i].off;
+
+		memcpy(sess->header + off, &set[i].val, sizeof(set[i].val));
+		memcpy(meta_header + off, &set[i].val, sizeof(set[i].val));
+	}
 }

@@ -1,145 +1,112 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Where the probes go: the attach table, per kernel version range and
- * backend, and the handlers that turn a probe hit into pt_emit().  Nothing
- * but this file knows kernel symbol names.
+ * Where the probes go, and the handlers that turn a probe hit into
+ * pt_emit().  Nothing but this file knows kernel symbol names.
  *
- * Three backends, chosen by the hook= parameter when a session starts
- * (hook=auto, the default: fentry, but kprobe on PREEMPT_RT and wherever
- * fentry cannot attach):
+ * Two backends, chosen by the hook= parameter when a session starts:
  *
- *  kprobe      kprobes and kretprobes on the allocator itself; the
- *              allocator's return is reached through a kprobe that sends
- *              the call into the fentry backend's return trampoline
- *              (a kretprobe on PREEMPT_RT, see pt_alloc_redirect()).
- *  fentry      the same functions, reached by ftrace direct calls from
- *              their fentry call sites into our own trampolines
- *              (fentry.h): a return trampoline on the allocator entry, an
- *              entry trampoline on each free function.  No kprobe lookup
- *              and no pt_regs: about half the kprobe backend's cost.
- *              Where a function has no fentry call site
- *              (free_pages_prepare on 6.12) it keeps its kprobe.
- *  tracepoint  the kmem tracepoints mm_page_alloc and mm_page_free where
- *              they see the same events (cheaper than kprobes), and the
- *              kprobes below for what no tracepoint sees: the bulk
- *              allocator, compaction, and the reclaim scopes.
+ *  tracepoint  (the default; hook=auto) the kmem tracepoints mm_page_alloc
+ *              and mm_page_free, which have kept their names and arguments
+ *              since 2.6.33, and kprobes only for what no tracepoint sees.
+ *  kprobe      kprobes and kretprobes on the allocator's functions instead
+ *              of the two tracepoints.
  *
- * Why these symbols (checked against the disassembly of each kernel, and by
- * the ground-truth selftest against pages it allocated itself):
+ * What each backend must see is split into roles: allocations, frees, the
+ * bulk allocator, and compaction.  A role lists alternatives, each a set
+ * of hooks; at module load the first alternative whose every hook exists
+ * on the running kernel is chosen, by looking the symbols up, never by
+ * the kernel's version.  A role the kernel needs (the bulk allocator where
+ * <linux/gfp.h> declares one, compaction where it is built in) that no
+ * alternative covers fails the load, with the events that would go
+ * unrecorded named: never a silently partial trace.
  *
- * 6.1 (also the 6.1 PREEMPT_RT kernel: same symbols and call graph)
- *  allocation
- *   __alloc_pages         (return; or tracepoint mm_page_alloc, which
- *                         fires there only) every allocation but the bulk
- *                         allocator's: alloc_pages, folio_alloc,
- *                         __get_free_pages, THP and hugetlb all end here.
- *                         Its inner helpers (prep_new_page,
- *                         post_alloc_hook) are inlined, or have no ftrace
- *                         site, so only its return has the page.
- *   __alloc_pages_bulk    (kretprobe) takes pages off the per-CPU lists
- *                         itself; we diff the caller's array or list
- *                         between entry and return.  Its fallback into
- *                         __alloc_pages is reported by that hook, which
- *                         notes the page in the bulk call's data so that
- *                         the diff skips it.
- *   split_map_pages       (kprobe) compaction hands out free blocks taken
- *                         straight off the free lists: migration targets
- *                         and alloc_contig_range().  It calls
- *                         post_alloc_hook() on each, but we cannot probe
- *                         that one: prep_new_page() calls it for every
- *                         allocation, inlined or not as the compiler
- *                         likes (Debian's build inlines it; the KASAN/
- *                         lockdep one of make check-debug calls the
- *                         out-of-line copy from __alloc_pages_bulk(),
- *                         whose pages would be reported twice).
- *  free (tracepoint mm_page_free fires in exactly these two)
- *   free_pcp_prepare      (kprobe) free_unref_page() and
- *                         free_unref_page_list(): every order-0..3 and THP
- *                         free, single or batched (release_pages,
- *                         put_pages_list, folio batches, reclaim).
- *   __free_pages_ok       (kprobe) every other order, alloc_pages_exact's
- *                         tail pages, page_frag, and memory handed to the
- *                         allocator at boot or hotplug.
+ * Roles and their alternatives (each checked, on every kernel of the test
+ * matrix, by the ground-truth selftest against pages it allocated itself):
  *
- * 6.12 (the allocator entry points gained _noprof; free_pages_prepare() is
- * inlined into the free paths)
- *  allocation
- *   __alloc_pages_noprof, alloc_pages_bulk_noprof  as on 6.1.
- *   post_alloc_hook       (kprobe) compaction_alloc() and
- *                         release_free_list(), which turns compaction's
- *                         unused free pages back into allocated pages only
- *                         to free them at once (an alloc, then a free).
- *   isolate_freepages_range (kretprobe) alloc_contig_range() (gigantic
- *                         hugetlb pages, virtio-mem): it inlines its
- *                         post_alloc_hook() calls, so the range it isolates
- *                         is recorded as one allocation.
- *  free (tracepoint mm_page_free fires in exactly these four)
- *   free_unref_page       (kprobe) orders <= 3 and THP; it tail-jumps to
- *                         __free_pages_ok for the others, so it reports
- *                         only what it keeps (see pt_free_unref_page()).
- *   __free_pages_ok       (kprobe) every other order, alloc_pages_exact's
- *                         tail pages, boot and hotplug memory.
- *   free_unref_folios     (kprobe) folio batches: folios_put_refs (and so
- *                         release_pages), put_pages_list, and reclaim.
- *   free_pages_prepare    (kprobe) the out-of-line copy serves only
- *                         compaction_free(): a migration target handed back.
+ *  allocations   tracepoint mm_page_alloc, fired on the allocator's one
+ *                entry point; or a kretprobe on that entry point, which
+ *                is __alloc_frozen_pages_noprof (7.x), __alloc_pages_noprof
+ *                (6.10+), __alloc_pages (5.13+) or __alloc_pages_nodemask.
+ *                Every allocation but the bulk allocator's and
+ *                compaction's ends there.
+ *  frees         tracepoint mm_page_free, fired in free_pages_prepare(),
+ *                which the kernel inlines into each free path; or kprobes
+ *                on those paths, one set per generation of the allocator:
+ *                 free_pcp_prepare, __free_pages_ok              (5.10-6.1;
+ *                 5.10's free_pcp_prepare() takes no order)
+ *                 free_unref_page, __free_pages_ok, free_unref_folios,
+ *                 free_pages_prepare                             (6.12)
+ *                 __free_frozen_pages, __free_pages_ok,
+ *                 free_unref_folios, free_pages_prepare          (7.x;
+ *                 the first two skip what free_pages_prepare() reported
+ *                 already: pt_free_fpi())
+ *                The per-CPU-list function of the last two passes orders
+ *                the lists do not take on to __free_pages_ok() by a tail
+ *                jump, so its hook reports only the orders it keeps
+ *                (pt_free_pcp()).
+ *  bulk          alloc_pages_bulk_noprof or __alloc_pages_bulk
+ *                (kretprobe): it takes pages off the per-CPU lists
+ *                without the tracepoint; we diff the caller's array or
+ *                list between entry and return.  Its fallback into the
+ *                allocator is reported by the allocation hook, which
+ *                notes the page in the bulk call's data so that the diff
+ *                skips it.
+ *  compaction    compaction hands out free blocks taken straight off the
+ *                free lists, as migration targets and to
+ *                alloc_contig_range():
+ *                 split_map_pages (kprobe), which prepares each block it
+ *                 isolated                                       (5.10-6.1)
+ *                 post_alloc_hook (kprobe), which compaction calls for
+ *                 each target and for the blocks it hands back, and
+ *                 isolate_freepages_range (kretprobe), the range
+ *                 alloc_contig_range() takes                     (6.12)
+ *                 compaction_alloc (kretprobe), the target it returns,
+ *                 release_free_list (kprobe), the blocks it hands back,
+ *                 and isolate_freepages_range                    (7.x)
+ *                post_alloc_hook() is also the allocator's own, inlined
+ *                or not as the compiler likes: it is used only after a
+ *                page we allocate at load has shown that the ordinary
+ *                allocation path does not call the out-of-line copy
+ *                (pt_off_hot_path()); 7.x calls it.
  *
- * Reclaim: a free is a reclaim (the seed's scavenge) when the task that
- * frees is inside the LRU shrinking code: shrink_lruvec() (the classic LRU,
- * with shrink_inactive_list() and shrink_active_list() inlined),
- * evict_folios() (multi-gen LRU) or shrink_folio_list() (also reached by
- * MADV_PAGEOUT).  kswapd, direct reclaim and memcg reclaim (memory.reclaim,
- * memory.high/max) all run these.  Frees in interrupts, and frees by
- * munmap, truncate, drop_caches or drivers, are not inside them and stay
- * frees.  We know a task is inside such a function because we hold a
- * kretprobe on it without handlers (a "scope"): while the function runs,
- * a node of that kretprobe's rethook sits on the task's rethook list.
+ * Reclaim: a free is a reclaim (the Go tracer's scavenge) when the task
+ * that frees is reclaiming memory, as the kernel itself records in the
+ * task: current->reclaim_state is set by kswapd, direct reclaim, memcg
+ * reclaim (memory.reclaim, memory.high/max) and node reclaim for their
+ * whole run; PF_MEMALLOC marks the reclaim of madvise(MADV_PAGEOUT) and
+ * of alloc_contig_range(), and also direct compaction, which is told
+ * apart by current->capture_control.  Frees in interrupts, and frees by
+ * munmap, truncate, drop_caches or drivers, stay frees.
  *
  * A probe hit that the kprobe core drops because another probe is running
- * on the same CPU (an interrupt that frees a page while a handler runs) is
- * counted in the probe's nmissed; pt_hooks_missed() sums them so they are
- * reported as lost, never silently dropped.  A scope's misses lose no event
- * (at worst a reclaim is reported as a free) and are not counted as lost.
+ * on the same CPU is counted in the probe's nmissed; pt_hooks_missed()
+ * sums them so they are reported as lost, never silently dropped.
  */
 #include <linux/bitmap.h>
-#include <linux/kallsyms.h>
+#include <linux/gfp.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/kprobes.h>
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
-#include <linux/pagevec.h>
 #include <linux/ptrace.h>
-#include <linux/rethook.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/string.h>
 #include <linux/tracepoint.h>
 #include <linux/utsname.h>
 
-#include "fentry.h"
+#include "compat.h"
 #include "pagetrace.h"
-
-#ifndef CONFIG_KRETPROBE_ON_RETHOOK
-#error "pagetrace finds a task's scopes on its rethook list: needs KRETPROBE_ON_RETHOOK"
-#endif
 
 /*
  * The hook= parameter.  Read when a session starts, like the others; a bad
  * value fails insmod (or the write to sysfs) with the allowed ones named.
- *
- * hook=auto picks fentry, at half of kprobe's cost (see
- * Documentation/pagetrace/design.rst), except on PREEMPT_RT: ftrace frees
- * a direct call's ops after an RCU-tasks grace period at each detach,
- * which a task busy in the kernel can hold off there for a long time.  If
- * fentry cannot attach (another direct call on the same function, such as
- * a BPF trampoline: -EBUSY), the session falls back to kprobes.  The
- * session record names the backend that ran.
  */
 static const char * const pt_backend_names[] = {
 	[PAGETRACE_BACKEND_KPROBE]	= "kprobe",
 	[PAGETRACE_BACKEND_TRACEPOINT]	= "tracepoint",
-	[PAGETRACE_BACKEND_FENTRY]	= "fentry",
 	[PT_BACKEND_AUTO]		= "auto",
 };
 
@@ -149,7 +116,7 @@ static struct pt_choice_param pt_backend_param = {
 };
 module_param_cb(hook, &pt_choice_param_ops, &pt_backend_param, 0644);
 MODULE_PARM_DESC(hook,
-		 "Probe mechanism: auto (fentry, or kprobe on PREEMPT_RT or where fentry fails), kprobe, tracepoint or fentry (default auto)");
+		 "Probe mechanism: auto (tracepoint), tracepoint or kprobe (default auto)");
 
 /*
  * require=SYMBOL: one more function the next session (and insmod) must be
@@ -160,6 +127,17 @@ static char *pt_require;
 module_param_named(require, pt_require, charp, 0644);
 MODULE_PARM_DESC(require, "Also require a kprobe on this function (for tests)");
 
+/*
+ * partial=1: load and trace even where the running kernel has nothing the
+ * module knows to hook for some kind of event; each session's record
+ * (pagetrace_rec_session.uncovered) and so `pagetrace stats` say which.
+ * Off by default: a trace that silently misses events is worse than none.
+ */
+static bool pt_partial;
+module_param_named(partial, pt_partial, bool, 0644);
+MODULE_PARM_DESC(partial,
+		 "Load and trace even if some kind of event cannot be hooked on this kernel; the trace says which (default 0)");
+
 /* The backend the next session asks for: PAGETRACE_BACKEND_* or auto. */
 unsigned int pt_hooks_backend(void)
 {
@@ -167,91 +145,53 @@ unsigned int pt_hooks_backend(void)
 }
 
 /*
- * Scopes: kretprobes that only mark "this task is inside that function".
- * Their rethooks are set when registered, before any hook that looks for
- * them, and only compared, never dereferenced, so a stale value is
- * harmless.
+ * The task the load-time checks (pt_off_hot_path(), pt_free_check())
+ * watch, and the hits a probe saw from it; written only with no probe
+ * attached.
  */
-enum pt_scope {
-	PT_SCOPE_NONE,
-	PT_SCOPE_BULK,		/* the bulk allocator */
-	PT_SCOPE_RECLAIM,	/* LRU shrinking */
-	PT_NR_SCOPES,
-};
+static struct task_struct *pt_check_task;
+static atomic_t pt_check_hits;
 
-#define PT_SCOPE_MAX_FUNCS	4
-
-static struct rethook *pt_scope_rh[PT_NR_SCOPES][PT_SCOPE_MAX_FUNCS];
-
-/*
- * The current task's innermost call of a function of @scope, or NULL.
- *
- * Each call of a kretprobed function pushes a node on the task's rethook
- * list at entry and pops it at return.  Only the task itself, and
- * interrupts on its CPU (which pop what they push before they return),
- * change the list, so with interrupts off it holds still.
- */
-static struct kretprobe_instance *pt_scope_find(enum pt_scope scope)
-{
-	struct llist_node *n;
-	unsigned int i;
-
-	lockdep_assert_irqs_disabled();
-	for (n = current->rethooks.first; n; n = n->next) {
-		struct rethook_node *rn = container_of(n, struct rethook_node,
-						       llist);
-
-		for (i = 0; i < PT_SCOPE_MAX_FUNCS && pt_scope_rh[scope][i]; i++) {
-			if (rn->rethook == pt_scope_rh[scope][i])
-				return container_of(rn, struct kretprobe_instance,
-						    node);
-		}
-	}
-	return NULL;
-}
-
-/* Whether a task (not an interrupt) may be inside some kretprobed call. */
-static bool pt_task_has_scopes(void)
-{
-	return in_task() && READ_ONCE(current->rethooks.first);
-}
-
-/* Reclaim when the freeing task is inside LRU shrinking; see above. */
+/* Reclaim when the freeing task is reclaiming memory; see above. */
 static unsigned int pt_free_type(void)
 {
-	unsigned int type = PAGETRACE_EV_FREE;
-	unsigned long flags;
+	unsigned int flags;
 
-	if (!pt_task_has_scopes())
-		return type;
-	local_irq_save(flags);
-	if (pt_scope_find(PT_SCOPE_RECLAIM))
-		type = PAGETRACE_EV_RECLAIM;
-	local_irq_restore(flags);
-	return type;
+	if (!in_task())
+		return PAGETRACE_EV_FREE;
+	if (READ_ONCE(current->reclaim_state))
+		return PAGETRACE_EV_RECLAIM;
+	flags = READ_ONCE(current->flags);
+	if ((flags & PF_MEMALLOC) && !pt_in_direct_compaction())
+		return PAGETRACE_EV_RECLAIM;
+	return PAGETRACE_EV_FREE;
 }
 
-static void pt_free_block(unsigned long pfn, unsigned long npages)
+static void pt_free_page(struct page *page, unsigned int order)
 {
-	pt_emit(pt_free_type(), pfn, npages);
+	pt_emit(pt_free_type(), page_to_pfn(page), 1UL << order);
 }
 
-/* Also the fentry trampolines' handler, hence __used (see below). */
-static __used void notrace pt_free_page(struct page *page, unsigned int order)
+/* Where a kretprobe's function returns, for the call stack of a sample. */
+static struct pt_origin pt_return_origin(struct kretprobe_instance *ri,
+					 struct pt_regs *regs)
 {
-	pt_free_block(page_to_pfn(page), 1UL << order);
+	return (struct pt_origin){ regs, (unsigned long)get_kretprobe(ri)->kp.addr };
 }
 
 /*
- * __alloc_pages_bulk(gfp, nid, nodemask, nr_pages, page_list, page_array)
+ * The bulk allocator, bulk(gfp, nid, nodemask, nr_pages, page_list,
+ * page_array) (the list is gone in 6.14; its argument slot then holds
+ * page_array).
  *
  * It fills the NULL slots of page_array, or adds pages at the head of
  * page_list.  At entry we note which slots are empty (the first
  * PT_BULK_SLOTS; callers pass far fewer, and slots beyond are taken to be
  * empty) or which entry heads the list; at return everything new is ours,
- * but for a page its fallback got from __alloc_pages(), which that hook
+ * but for a page its fallback got from the allocator, which that hook
  * reported and noted in @fallback.
  */
+#ifdef PT_HAVE_BULK
 #define PT_BULK_SLOTS	1024
 
 struct pt_bulk_data {
@@ -263,14 +203,59 @@ struct pt_bulk_data {
 	DECLARE_BITMAP(empty, PT_BULK_SLOTS);
 };
 
+/*
+ * The bulk kretprobe's rethook, set before the allocation hook that looks
+ * for it is attached, and only compared, never dereferenced.
+ */
+static struct rethook *pt_bulk_rh;
+
+/*
+ * The current task's innermost bulk call, or NULL.  Each call of a
+ * kretprobed function pushes a node on the task's rethook list at entry
+ * and pops it at return.  Only the task itself, and interrupts on its CPU
+ * (which pop what they push before they return), change the list, so
+ * with interrupts off it holds still.
+ */
+static struct pt_bulk_data *pt_bulk_current(void)
+{
+	struct llist_node *n;
+
+	lockdep_assert_irqs_disabled();
+	for (n = current->rethooks.first; n; n = n->next) {
+		struct rethook_node *rn = container_of(n, struct rethook_node,
+						       llist);
+
+		if (rn->rethook == pt_bulk_rh)
+			return (void *)container_of(rn, struct kretprobe_instance,
+						    node)->data;
+	}
+	return NULL;
+}
+
+/* A page the allocator returned: the bulk fallback's, if in a bulk call. */
+static void pt_bulk_note_fallback(struct page *page)
+{
+	struct pt_bulk_data *d;
+	unsigned long flags;
+
+	if (!in_task() || !READ_ONCE(pt_bulk_rh) ||
+	    !READ_ONCE(current->rethooks.first))
+		return;
+	local_irq_save(flags);
+	d = pt_bulk_current();
+	if (d)
+		d->fallback = page;
+	local_irq_restore(flags);
+}
+
 static int notrace pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct pt_bulk_data *d = (void *)ri->data;
 	int i;
 
 	d->nr = regs_get_kernel_argument(regs, 3);
-	d->list = (void *)regs_get_kernel_argument(regs, 4);
-	d->array = (void *)regs_get_kernel_argument(regs, 5);
+	d->list = PT_BULK_LIST_ARG(regs);
+	d->array = PT_BULK_ARRAY_ARG(regs);
 	d->fallback = NULL;
 	if (d->nr <= 0)
 		return 1;
@@ -283,13 +268,6 @@ static int notrace pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *
 		return 1;
 	}
 	return 0;
-}
-
-/* Where a kretprobe's function returns, for the call stack of a sample. */
-static struct pt_origin pt_return_origin(struct kretprobe_instance *ri,
-					 struct pt_regs *regs)
-{
-	return (struct pt_origin){ regs, (unsigned long)get_kretprobe(ri)->kp.addr };
 }
 
 static void pt_bulk_page(struct pt_bulk_data *d, struct page *page,
@@ -319,30 +297,20 @@ static int notrace pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs 
 		pt_bulk_page(d, list_entry(pos, struct page, lru), &origin);
 	return 0;
 }
+#else
+static void pt_bulk_note_fallback(struct page *page)
+{
+}
+#endif /* PT_HAVE_BULK */
 
-/*
- * An allocation from __alloc_pages().  If a task inside the bulk allocator
- * made it, it may be the bulk fallback's page: note it there.  Nested
- * allocations (reclaim inside the fallback) come before the fallback's own
- * return, so the last page noted is the fallback's.
- */
 static void pt_alloc_page(struct page *page, unsigned int order,
 			  const struct pt_origin *origin)
 {
-	struct kretprobe_instance *ri;
-	unsigned long flags;
-
-	if (pt_task_has_scopes()) {
-		local_irq_save(flags);
-		ri = pt_scope_find(PT_SCOPE_BULK);
-		if (ri)
-			((struct pt_bulk_data *)ri->data)->fallback = page;
-		local_irq_restore(flags);
-	}
+	pt_bulk_note_fallback(page);
 	pt_emit_alloc(page_to_pfn(page), 1UL << order, origin);
 }
 
-/* __alloc_pages(gfp, order, nid, nodemask): only the return has the page. */
+/* The allocator's entry point (gfp, order, nid, nodemask): its return. */
 struct pt_alloc_data {
 	unsigned int order;
 };
@@ -351,7 +319,7 @@ static int notrace pt_alloc_entry(struct kretprobe_instance *ri, struct pt_regs 
 {
 	struct pt_alloc_data *d = (void *)ri->data;
 
-	d->order = regs_get_kernel_argument(regs, 1);
+	d->order = (unsigned int)regs_get_kernel_argument(regs, 1);
 	return 0;
 }
 
@@ -377,8 +345,14 @@ static void notrace pt_tp_alloc(void *data, struct page *page,
 		pt_alloc_page(page, order, NULL);
 }
 
+/* Tracepoint mm_page_free(page, order) */
+static void notrace pt_tp_free(void *data, struct page *page, unsigned int order)
+{
+	pt_free_page(page, order);
+}
+
 /*
- * isolate_freepages_range(cc, start_pfn, end_pfn) on 6.12: only
+ * isolate_freepages_range(cc, start_pfn, end_pfn): only
  * alloc_contig_range() calls it, and takes [start_pfn, return value) off
  * the free lists for good (its post_alloc_hook() calls are inlined).  One
  * allocation of that range; the parts it trims are freed page by page.
@@ -408,8 +382,8 @@ static int notrace pt_contig_return(struct kretprobe_instance *ri, struct pt_reg
 }
 
 /*
- * split_map_pages(list) on 6.1: @list holds the free blocks compaction
- * isolated, each with its order in page_private(); the function then calls
+ * split_map_pages(list): @list holds the free blocks compaction isolated,
+ * each with its order in page_private(); the function then calls
  * post_alloc_hook() on each and splits it into pages.  The list is the
  * calling task's own (compact_control's free list, or a list on the stack
  * of isolate_freepages_range()), nobody else links or unlinks its entries,
@@ -428,240 +402,289 @@ static int notrace pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 
-/* post_alloc_hook(page, order, gfp) */
+#if defined(PT_HAVE_FOLIOS) && defined(NR_PAGE_ORDERS)
+#define PT_HAVE_COMPACT_TARGETS	1
+/*
+ * compaction_alloc(src, data) on 7.x returns the migration target it took
+ * off compaction's free lists and prepared (post_alloc_hook(), which the
+ * allocator's fast path calls out of line there: pt_off_hot_path()).
+ */
+static int notrace pt_compact_target(struct kretprobe_instance *ri,
+				     struct pt_regs *regs)
+{
+	struct folio *folio = (struct folio *)regs_return_value(regs);
+	struct pt_origin origin;
+
+	if (folio) {
+		origin = pt_return_origin(ri, regs);
+		pt_emit_alloc(folio_pfn(folio), folio_nr_pages(folio), &origin);
+	}
+	return 0;
+}
+
+/*
+ * release_free_list(freepages) on 7.x: the free blocks compaction
+ * isolated but did not use, one list per order, which it marks allocated
+ * only to free them at once: an allocation here, then a free from
+ * mm_page_free.  The lists are the calling task's own (its
+ * compact_control's), so they hold still while we walk them.
+ */
+static int notrace pt_release_free_list(struct kprobe *p, struct pt_regs *regs)
+{
+	struct list_head *lists = (void *)regs_get_kernel_argument(regs, 0);
+	struct pt_origin origin = { regs };
+	struct page *page;
+	unsigned int order;
+
+	for (order = 0; order < NR_PAGE_ORDERS; order++)
+		list_for_each_entry(page, &lists[order], lru)
+			pt_emit_alloc(page_to_pfn(page), 1UL << order, &origin);
+	return 0;
+}
+#endif
+
+/* post_alloc_hook(page, order, gfp, ...) */
 static int notrace pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 {
 	struct page *page = (struct page *)regs_get_kernel_argument(regs, 0);
 	struct pt_origin origin = { regs };
 
-	pt_emit_alloc(page_to_pfn(page), 1UL << regs_get_kernel_argument(regs, 1),
+	if (unlikely(current == READ_ONCE(pt_check_task)))
+		atomic_inc(&pt_check_hits);
+	pt_emit_alloc(page_to_pfn(page),
+		      1UL << (unsigned int)regs_get_kernel_argument(regs, 1),
 		      &origin);
 	return 0;
+}
+
+/*
+ * A free the kprobe backend saw; pt_free_check() counts those of its own
+ * task to prove a set of free hooks at load.
+ */
+static atomic_t pt_check_frees;
+
+static void pt_kp_free_page(struct page *page, unsigned int order)
+{
+	if (unlikely(current == READ_ONCE(pt_check_task)))
+		atomic_inc(&pt_check_frees);
+	pt_free_page(page, order);
 }
 
 /* free_pcp_prepare(page, order), __free_pages_ok(page, order, fpi), ... */
 static int notrace pt_free(struct kprobe *p, struct pt_regs *regs)
 {
-	pt_free_page((struct page *)regs_get_kernel_argument(regs, 0),
-		     regs_get_kernel_argument(regs, 1));
+	pt_kp_free_page((struct page *)regs_get_kernel_argument(regs, 0),
+			(unsigned int)regs_get_kernel_argument(regs, 1));
 	return 0;
 }
 
-/* Tracepoint mm_page_free(page, order) */
-static void notrace pt_tp_free(void *data, struct page *page, unsigned int order)
+#ifdef PT_HAVE_FREE_UNREF_PAGE0
+/* free_pcp_prepare(page) before 5.15: order 0 only, and no order argument. */
+static int notrace pt_free0(struct kprobe *p, struct pt_regs *regs)
 {
-	pt_free_page(page, order);
+	pt_kp_free_page((struct page *)regs_get_kernel_argument(regs, 0), 0);
+	return 0;
+}
+#endif
+
+#ifdef PT_HAVE_FOLIOS
+/*
+ * free_unref_page(page, order) (6.12), __free_frozen_pages(page, order,
+ * fpi) (7.x): they keep the orders the per-CPU lists take and pass the
+ * rest on to __free_pages_ok() by a tail jump, so the return address
+ * cannot tell; the test is the kernel's pcp_allowed_order().
+ */
+static int notrace pt_free_pcp(struct kprobe *p, struct pt_regs *regs)
+{
+	unsigned int order = (unsigned int)regs_get_kernel_argument(regs, 1);
+
+	if (order <= PAGE_ALLOC_COSTLY_ORDER ||
+	    (IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) && order == HPAGE_PMD_ORDER))
+		pt_kp_free_page((struct page *)regs_get_kernel_argument(regs, 0),
+				order);
+	return 0;
 }
 
 /*
- * free_unref_page(page, order) on 6.12 keeps the orders the per-CPU lists
- * take and passes the rest on to __free_pages_ok(), by a tail jump, so the
- * return address cannot tell; the test is the kernel's pcp_allowed_order()
- * (checked against its disassembly: order <= 3 || order == 9).  Called
- * with the function's arguments, by its kprobe or its fentry trampoline.
+ * __free_frozen_pages(page, order, fpi) and __free_pages_ok() on 7.x are
+ * also handed ranges whose pages free_pages_prepare() (hooked, and so
+ * reported) already prepared one by one: free_contig_range() and vfree()
+ * pass FPI_PREPARED, BIT(3) of mm/page_alloc.c's fpi_t there.  Only the
+ * 7.x alternative, found by __free_frozen_pages, uses these two.
  */
-static __used void notrace pt_free_unref(struct page *page, unsigned int order)
+#define PT_FPI_PREPARED		BIT(3)
+
+static int notrace pt_free_fpi(struct kprobe *p, struct pt_regs *regs)
 {
-	if (order <= PAGE_ALLOC_COSTLY_ORDER ||
-	    (IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) && order == HPAGE_PMD_ORDER))
-		pt_free_page(page, order);
+	if (regs_get_kernel_argument(regs, 2) & PT_FPI_PREPARED)
+		return 0;
+	return pt_free(p, regs);
 }
 
-static int notrace pt_free_unref_page(struct kprobe *p, struct pt_regs *regs)
+static int notrace pt_free_pcp_fpi(struct kprobe *p, struct pt_regs *regs)
 {
-	pt_free_unref((struct page *)regs_get_kernel_argument(regs, 0),
-		      regs_get_kernel_argument(regs, 1));
-	return 0;
+	if (regs_get_kernel_argument(regs, 2) & PT_FPI_PREPARED)
+		return 0;
+	return pt_free_pcp(p, regs);
 }
 
 /* free_unref_folios(folios): every folio of the batch is freed. */
-static __used void notrace pt_free_batch(struct folio_batch *fb)
+static int notrace pt_free_folios(struct kprobe *p, struct pt_regs *regs)
 {
+	struct folio_batch *fb = (void *)regs_get_kernel_argument(regs, 0);
 	unsigned int type = pt_free_type();
 	unsigned int i;
 
+	if (unlikely(current == READ_ONCE(pt_check_task)))
+		atomic_add(folio_batch_count(fb), &pt_check_frees);
 	for (i = 0; i < folio_batch_count(fb); i++)
 		pt_emit(type, folio_pfn(fb->folios[i]),
 			folio_nr_pages(fb->folios[i]));
-}
-
-static int notrace pt_free_folios(struct kprobe *p, struct pt_regs *regs)
-{
-	pt_free_batch((void *)regs_get_kernel_argument(regs, 0));
 	return 0;
 }
-
-/*
- * The fentry backend: the same functions as the kprobe backend, reached by
- * direct calls from their fentry call sites (fentry.h).  The handlers get
- * the functions' own arguments, run preemptible in whatever context the
- * function runs, and leave everything else to pt_emit().
- */
-
-/*
- * Each trampoline calls the handler its kprobe calls too, with the
- * function's own arguments: free_pcp_prepare and __free_pages_ok (page,
- * order, ...), free_unref_page (page, order), free_unref_folios (folios).
- */
-PT_FENTRY_TRAMPOLINE(pt_free_tramp, pt_free_page);
-PT_FENTRY_TRAMPOLINE(pt_free_unref_page_tramp, pt_free_unref);
-PT_FENTRY_TRAMPOLINE(pt_free_folios_tramp, pt_free_batch);
-
-/*
- * The page allocator's entry point, whose return the fexit trampoline
- * sees.  The trampoline calls it by name, so it is chosen by the headers
- * we are built against, and the attach table names the same symbol.
- */
-#ifdef PT_HAVE_ALLOC_NOPROF
-#define PT_ALLOC_FUNC		__alloc_pages_noprof
-#else
-#define PT_ALLOC_FUNC		__alloc_pages
 #endif
 
-/* PT_ALLOC_FUNC returned @page for (gfp, @order, nid, nodemask). */
-static __used void notrace pt_fexit_alloc(struct page *page, unsigned long order)
-{
-	struct pt_origin origin = { NULL, (unsigned long)PT_ALLOC_FUNC };
-
-	if (page)
-		pt_alloc_page(page, order, &origin);
-	pt_fexit_leave();
-}
-
-PT_FEXIT_TRAMPOLINE(pt_alloc_tramp, PT_ALLOC_FUNC, pt_fexit_enter,
-		    pt_fexit_alloc);
-
 /*
- * The kprobe backend's allocation hook, except on PREEMPT_RT: a kprobe on
- * PT_ALLOC_FUNC's call site that sends the call through the same return
- * trampoline (pt_fexit_kprobe_register()), at a fraction of a kretprobe's
- * cost.  Its detach waits for no RCU-tasks grace period (the kprobe
- * core's ftrace_ops is the kernel's own); module exit does, as for
- * fentry, for the trampoline's few uncounted instructions.  PREEMPT_RT,
- * where that wait can last minutes, keeps the kretprobe, and so does a
- * kernel where the kprobe cannot redirect (another user of IPMODIFY on
- * the function: a live patch).
+ * The hook table.  Each entry belongs to a role and to one alternative of
+ * it (see the top of this file), and to the backends in @backends.
  */
-PT_FEXIT_AFTER_KPROBE(pt_alloc_kprobe_tramp, PT_ALLOC_FUNC, pt_fexit_enter,
-		      pt_fexit_alloc);
+enum pt_role {
+	PT_ROLE_ALLOC,
+	PT_ROLE_FREE,
+	PT_ROLE_BULK,
+	PT_ROLE_COMPACT,
+	PT_NR_ROLES,
+};
 
-static int notrace pt_alloc_redirect(struct kprobe *p, struct pt_regs *regs)
-{
-	instruction_pointer_set(regs, (unsigned long)pt_alloc_kprobe_tramp);
-	return 1;	/* resume at the new instruction pointer */
-}
+/* What goes unrecorded without a role, for the message that says so. */
+static const char * const pt_role_events[PT_NR_ROLES] = {
+	[PT_ROLE_ALLOC]		= "page allocations",
+	[PT_ROLE_FREE]		= "page frees",
+	[PT_ROLE_BULK]		= "bulk allocations (alloc_pages_bulk)",
+	[PT_ROLE_COMPACT]	= "pages compaction and alloc_contig_range() take",
+};
 
-/*
- * The attach table.  Entries apply to kernels in [since, until) and to the
- * backends in @backends.  Every entry that applies must attach, or the
- * session (and, for the hook= given at load, the module) fails with the
- * symbol named.  Scopes come first: the hooks after them look them up.
- */
-enum pt_kind { PT_KPROBE, PT_KRETPROBE, PT_TRACEPOINT, PT_FENTRY };
+/* The bit of pagetrace_rec_session.uncovered for a role that is missing. */
+static const u32 pt_role_bit[PT_NR_ROLES] = {
+	[PT_ROLE_ALLOC]		= PAGETRACE_UNCOVERED_ALLOC,
+	[PT_ROLE_FREE]		= PAGETRACE_UNCOVERED_FREE,
+	[PT_ROLE_BULK]		= PAGETRACE_UNCOVERED_BULK,
+	[PT_ROLE_COMPACT]	= PAGETRACE_UNCOVERED_COMPACT,
+};
+
+enum pt_kind { PT_KPROBE, PT_KRETPROBE, PT_TRACEPOINT };
 
 #define PT_ON_KPROBE	BIT(PAGETRACE_BACKEND_KPROBE)
 #define PT_ON_TP	BIT(PAGETRACE_BACKEND_TRACEPOINT)
-#define PT_ON_FENTRY	BIT(PAGETRACE_BACKEND_FENTRY)
-#define PT_ON_ALL	(PT_ON_KPROBE | PT_ON_TP | PT_ON_FENTRY)
-
-struct pt_versions {
-	u32			since;
-	u32			until;
-};
+#define PT_ON_ALL	(PT_ON_KPROBE | PT_ON_TP)
 
 struct pt_hook {
-	struct pt_versions	ver;
+	enum pt_role		role;
+	unsigned int		alt;		/* alternative within the role */
 	u32			backends;
 	enum pt_kind		kind;
 	const char		*symbol;	/* function or tracepoint */
-	bool			breakpoint;	/* notrace: see PT_KP_BREAKPOINT */
+	bool			breakpoint;	/* see PT_KP_BREAKPOINT */
+	bool			off_hot_path;	/* see pt_off_hot_path() */
 	kprobe_pre_handler_t	pre;		/* PT_KPROBE */
 	kretprobe_handler_t	entry;		/* PT_KRETPROBE */
 	kretprobe_handler_t	ret;
 	size_t			data_size;
-	enum pt_scope		scope;		/* publish the rethook here */
+	bool			bulk;		/* publish the rethook */
 	void			*tp_probe;	/* PT_TRACEPOINT */
-	void			(*tramp)(void);	/* PT_FENTRY */
-	bool			fexit;		/* tramp calls symbol's body */
-	/* PT_KRETPROBE: a kprobe with this handler instead, if it can */
-	kprobe_pre_handler_t	redirect;
 };
 
-/* Kernel version as major << 8 | minor, compared with the running kernel. */
-#define PT_V(a, b)	((a) << 8 | (b))
-#define PT_6_1		{ PT_V(6, 1), PT_V(6, 2) }
-#define PT_6_12		{ PT_V(6, 12), PT_V(6, 13) }
-
-#define PT_SCOPE(ver, sym, sc)						\
-	{ ver, PT_ON_ALL, PT_KRETPROBE, sym, .scope = sc }
-#define PT_KP(ver, on, sym, handler)					\
-	{ ver, on, PT_KPROBE, sym, .pre = handler }
+#define PT_TP(role, sym, probe)						\
+	{ role, 0, PT_ON_TP, PT_TRACEPOINT, sym, .tp_probe = probe }
+#define PT_KP(role, alt, on, sym, handler)				\
+	{ role, alt, on, PT_KPROBE, sym, .pre = handler }
 /*
- * A function without an ftrace site (an "inline" one: the kernel's inline
- * implies notrace) gets a breakpoint kprobe, which the kprobe core would
- * turn into a jump ("optimized") a moment later.  Removing a jump-optimized
- * probe waits for an RCU-tasks grace period, which a task busy in the
- * kernel on a PREEMPT_RT CPU can hold off for minutes: the session stop
- * hung (seen on 6.1-rt under munmap churn).  A post handler is what keeps
- * the kprobe core from optimizing a probe, so these get an empty one; they
- * sit on rare paths (compaction), where a breakpoint's cost does not show.
+ * A kprobe on a function without an ftrace site (an "inline" one: the
+ * kernel's inline implies notrace) is a breakpoint, which the kprobe core
+ * would turn into a jump ("optimized") a moment later.  Removing a
+ * jump-optimized probe waits for an RCU-tasks grace period, which a task
+ * busy in the kernel on a PREEMPT_RT CPU can hold off for minutes: the
+ * session stop hung (seen on 6.1-rt under munmap churn).  A post handler
+ * is what keeps the kprobe core from optimizing a probe, so these get an
+ * empty one; they sit on rare paths (compaction), where a breakpoint's
+ * cost does not show.
  */
-#define PT_KP_BREAKPOINT(ver, on, sym, handler)				\
-	{ ver, on, PT_KPROBE, sym, .breakpoint = true, .pre = handler }
-#define PT_TP(ver, sym, probe)						\
-	{ ver, PT_ON_TP, PT_TRACEPOINT, sym, .tp_probe = probe }
-#define PT_BULK(ver, sym)						\
-	{ ver, PT_ON_ALL, PT_KRETPROBE, sym, .entry = pt_bulk_entry,	\
-	  .ret = pt_bulk_return, .data_size = sizeof(struct pt_bulk_data), \
-	  .scope = PT_SCOPE_BULK }
-#define PT_FE(ver, sym, trampoline)					\
-	{ ver, PT_ON_FENTRY, PT_FENTRY, sym, .tramp = trampoline }
-#define PT_FEXIT(ver, sym, trampoline)					\
-	{ ver, PT_ON_FENTRY, PT_FENTRY, sym, .tramp = trampoline,	\
-	  .fexit = true }
-#define PT_ALLOC(ver, sym)						\
-	{ ver, PT_ON_KPROBE, PT_KRETPROBE, sym, .entry = pt_alloc_entry, \
-	  .ret = pt_alloc_return, .data_size = sizeof(struct pt_alloc_data), \
-	  .redirect = IS_ENABLED(CONFIG_PREEMPT_RT) ? NULL : pt_alloc_redirect }
+#define PT_KP_BREAKPOINT(role, alt, sym, handler)			\
+	{ role, alt, PT_ON_ALL, PT_KPROBE, sym, .breakpoint = true,	\
+	  .off_hot_path = true, .pre = handler }
+#define PT_ALLOC(alt, sym)						\
+	{ PT_ROLE_ALLOC, alt, PT_ON_KPROBE, PT_KRETPROBE, sym,		\
+	  .entry = pt_alloc_entry, .ret = pt_alloc_return,		\
+	  .data_size = sizeof(struct pt_alloc_data) }
+#define PT_BULK(alt, sym)						\
+	{ PT_ROLE_BULK, alt, PT_ON_ALL, PT_KRETPROBE, sym,		\
+	  .entry = pt_bulk_entry, .ret = pt_bulk_return,		\
+	  .data_size = sizeof(struct pt_bulk_data), .bulk = true }
+
+#define PT_CONTIG(alt)							\
+	{ PT_ROLE_COMPACT, alt, PT_ON_ALL, PT_KRETPROBE,		\
+	  "isolate_freepages_range", .entry = pt_contig_entry,		\
+	  .ret = pt_contig_return, .data_size = sizeof(struct pt_contig_data) }
 
 static const struct pt_hook pt_hook_table[] = {
-	PT_SCOPE(PT_6_1, "shrink_lruvec", PT_SCOPE_RECLAIM),
-	PT_SCOPE(PT_6_1, "evict_folios", PT_SCOPE_RECLAIM),
-	PT_SCOPE(PT_6_1, "shrink_folio_list", PT_SCOPE_RECLAIM),
-	PT_BULK(PT_6_1, "__alloc_pages_bulk"),
-	PT_ALLOC(PT_6_1, __stringify(PT_ALLOC_FUNC)),
-	PT_TP(PT_6_1, "mm_page_alloc", pt_tp_alloc),
-	PT_KP(PT_6_1, PT_ON_ALL, "split_map_pages", pt_split_map_pages),
-	PT_KP(PT_6_1, PT_ON_KPROBE, "free_pcp_prepare", pt_free),
-	PT_KP(PT_6_1, PT_ON_KPROBE, "__free_pages_ok", pt_free),
-	PT_TP(PT_6_1, "mm_page_free", pt_tp_free),
-	PT_FEXIT(PT_6_1, __stringify(PT_ALLOC_FUNC), pt_alloc_tramp),
-	PT_FE(PT_6_1, "free_pcp_prepare", pt_free_tramp),
-	PT_FE(PT_6_1, "__free_pages_ok", pt_free_tramp),
+	PT_TP(PT_ROLE_ALLOC, "mm_page_alloc", pt_tp_alloc),
+	PT_ALLOC(0, "__alloc_frozen_pages_noprof"),
+	PT_ALLOC(1, "__alloc_pages_noprof"),
+	PT_ALLOC(2, "__alloc_pages"),
+	PT_ALLOC(3, "__alloc_pages_nodemask"),
 
-	PT_SCOPE(PT_6_12, "shrink_lruvec", PT_SCOPE_RECLAIM),
-	PT_SCOPE(PT_6_12, "evict_folios", PT_SCOPE_RECLAIM),
-	PT_SCOPE(PT_6_12, "shrink_folio_list", PT_SCOPE_RECLAIM),
-	PT_BULK(PT_6_12, "alloc_pages_bulk_noprof"),
-	PT_ALLOC(PT_6_12, __stringify(PT_ALLOC_FUNC)),
-	PT_TP(PT_6_12, "mm_page_alloc", pt_tp_alloc),
-	PT_KP_BREAKPOINT(PT_6_12, PT_ON_ALL, "post_alloc_hook", pt_compact_alloc),
-	{ PT_6_12, PT_ON_ALL, PT_KRETPROBE, "isolate_freepages_range",
-	  .entry = pt_contig_entry, .ret = pt_contig_return,
-	  .data_size = sizeof(struct pt_contig_data) },
-	PT_KP(PT_6_12, PT_ON_KPROBE, "free_unref_page", pt_free_unref_page),
-	PT_KP(PT_6_12, PT_ON_KPROBE, "__free_pages_ok", pt_free),
-	PT_KP(PT_6_12, PT_ON_KPROBE, "free_unref_folios", pt_free_folios),
-	/* Inline, so notrace: no fentry call site; a kprobe for both. */
-	PT_KP(PT_6_12, PT_ON_KPROBE | PT_ON_FENTRY, "free_pages_prepare", pt_free),
-	PT_TP(PT_6_12, "mm_page_free", pt_tp_free),
-	PT_FEXIT(PT_6_12, __stringify(PT_ALLOC_FUNC), pt_alloc_tramp),
-	PT_FE(PT_6_12, "free_unref_page", pt_free_unref_page_tramp),
-	PT_FE(PT_6_12, "__free_pages_ok", pt_free_tramp),
-	PT_FE(PT_6_12, "free_unref_folios", pt_free_folios_tramp),
+	PT_TP(PT_ROLE_FREE, "mm_page_free", pt_tp_free),
+#ifdef PT_HAVE_FREE_UNREF_PAGE0
+	PT_KP(PT_ROLE_FREE, 1, PT_ON_KPROBE, "free_pcp_prepare", pt_free0),
+	PT_KP(PT_ROLE_FREE, 1, PT_ON_KPROBE, "__free_pages_ok", pt_free),
+#else
+	PT_KP(PT_ROLE_FREE, 1, PT_ON_KPROBE, "free_pcp_prepare", pt_free),
+	PT_KP(PT_ROLE_FREE, 1, PT_ON_KPROBE, "__free_pages_ok", pt_free),
+#endif
+#ifdef PT_HAVE_FOLIOS
+	PT_KP(PT_ROLE_FREE, 2, PT_ON_KPROBE, "free_unref_page", pt_free_pcp),
+	PT_KP(PT_ROLE_FREE, 2, PT_ON_KPROBE, "__free_pages_ok", pt_free),
+	PT_KP(PT_ROLE_FREE, 2, PT_ON_KPROBE, "free_unref_folios", pt_free_folios),
+	PT_KP(PT_ROLE_FREE, 2, PT_ON_KPROBE, "free_pages_prepare", pt_free),
+	PT_KP(PT_ROLE_FREE, 3, PT_ON_KPROBE, "__free_frozen_pages", pt_free_pcp_fpi),
+	PT_KP(PT_ROLE_FREE, 3, PT_ON_KPROBE, "__free_pages_ok", pt_free_fpi),
+	PT_KP(PT_ROLE_FREE, 3, PT_ON_KPROBE, "free_unref_folios", pt_free_folios),
+	PT_KP(PT_ROLE_FREE, 3, PT_ON_KPROBE, "free_pages_prepare", pt_free),
+#endif
+
+#ifdef PT_HAVE_BULK
+	PT_BULK(0, "alloc_pages_bulk_noprof"),
+	PT_BULK(1, "__alloc_pages_bulk"),
+#endif
+
+	PT_KP(PT_ROLE_COMPACT, 0, PT_ON_ALL, "split_map_pages", pt_split_map_pages),
+	PT_KP_BREAKPOINT(PT_ROLE_COMPACT, 1, "post_alloc_hook", pt_compact_alloc),
+	PT_CONTIG(1),
+#ifdef PT_HAVE_COMPACT_TARGETS
+	{ PT_ROLE_COMPACT, 2, PT_ON_ALL, PT_KRETPROBE, "compaction_alloc",
+	  .ret = pt_compact_target },
+	PT_KP(PT_ROLE_COMPACT, 2, PT_ON_ALL, "release_free_list", pt_release_free_list),
+	PT_CONTIG(2),
+#endif
 };
 
 #define PT_MAX_HOOKS	(ARRAY_SIZE(pt_hook_table) + 1)
+/* Alternatives a role may have: alt is below this. */
+#define PT_MAX_ALTS	4
+
+/* Whether the kernel has what a role covers, so that it must be hooked. */
+static bool pt_role_needed(enum pt_role role)
+{
+	switch (role) {
+	case PT_ROLE_BULK:
+		return PT_BULK_ALLOCATOR;
+	case PT_ROLE_COMPACT:
+		return IS_ENABLED(CONFIG_COMPACTION) ||
+		       IS_ENABLED(CONFIG_CONTIG_ALLOC);
+	default:
+		return true;
+	}
+}
 
 static int pt_nop(struct kprobe *p, struct pt_regs *regs)
 {
@@ -669,77 +692,293 @@ static int pt_nop(struct kprobe *p, struct pt_regs *regs)
 }
 
 /*
- * An empty post handler changes how the kprobe core treats a kprobe: it
- * never jump-optimizes it (PT_KP_BREAKPOINT), and on an ftrace site it
- * arms it with its IPMODIFY ftrace_ops (pt_fexit_kprobe_register()).
+ * An empty post handler keeps the kprobe core from jump-optimizing a
+ * kprobe (PT_KP_BREAKPOINT).
  */
-void pt_kprobe_no_post(struct kprobe *p, struct pt_regs *regs,
-		       unsigned long flags)
+static void pt_kprobe_no_post(struct kprobe *p, struct pt_regs *regs,
+			      unsigned long flags)
 {
 }
 
-/* The entry for require=, filled in when a session starts: any symbol. */
+/* The entry for require=, filled in at load and at session start. */
 static char pt_required_sym[KSYM_NAME_LEN];
 static struct pt_hook pt_required_hook = {
 	.backends = PT_ON_ALL, .kind = PT_KPROBE, .breakpoint = true,
 	.pre = pt_nop,
 };
 
-/* The probes of the table entries that apply, registered per session. */
+/*
+ * The hooks chosen at load for each backend (pt_hooks_init()); NULL ends
+ * a list.  Read-only afterwards.
+ */
+static const struct pt_hook *pt_chosen[PAGETRACE_BACKEND_TRACEPOINT + 1][PT_MAX_HOOKS];
+/* The roles this kernel needs that a backend cannot cover: role bits. */
+static u32 pt_uncovered[PAGETRACE_BACKEND_TRACEPOINT + 1];
+
+/* The probes of one session, registered at its start. */
 static struct pt_probe {
 	const struct pt_hook	*hook;
-	enum pt_kind		kind;	/* as registered: see PT_ALLOC */
 	struct kprobe		kp;
 	struct kretprobe	rp;
 	struct tracepoint	*tp;
-	struct pt_fentry	fe;
 	bool			registered;
 } pt_probes[PT_MAX_HOOKS];
 static unsigned int pt_nr_probes;
 static bool pt_have_tracepoints;
 
-/*
- * The running kernel's version, from its release string: the table is
- * about what the kernel in memory does, whatever headers built us.
- */
-static u32 pt_running_version(void)
-{
-	unsigned int major = 0, minor = 0;
-
-	if (sscanf(init_utsname()->release, "%u.%u", &major, &minor) != 2)
-		return 0;
-	return PT_V(major, minor);
-}
+struct pt_tp_lookup {
+	const char		*name;
+	struct tracepoint	*tp;
+};
 
 static void pt_tp_match(struct tracepoint *tp, void *priv)
 {
-	struct pt_probe *p = priv;
+	struct pt_tp_lookup *l = priv;
 
-	if (!strcmp(tp->name, p->hook->symbol))
-		p->tp = tp;
+	if (!strcmp(tp->name, l->name))
+		l->tp = tp;
 }
 
-static int pt_tp_register(struct pt_probe *p)
+static struct tracepoint *pt_tp_find(const char *name)
 {
-	p->tp = NULL;
-	for_each_kernel_tracepoint(pt_tp_match, p);
-	if (!p->tp)
-		return -ENOENT;
-	return tracepoint_probe_register(p->tp, p->hook->tp_probe, NULL);
+	struct pt_tp_lookup l = { name };
+
+	for_each_kernel_tracepoint(pt_tp_match, &l);
+	return l.tp;
 }
 
-static void pt_scope_publish(struct pt_probe *p)
+/*
+ * Whether @h can be attached here, without attaching it: a tracepoint is
+ * looked up; a function gets a disabled kprobe, which checks the symbol
+ * and that the kprobe core may probe it, and patches nothing.  Its
+ * unregistration waits for a grace period: @kps collects them, for one
+ * wait in pt_exists_end().
+ */
+static int pt_exists(const struct pt_hook *h, struct kprobe *kp)
 {
-	struct rethook **slot = pt_scope_rh[p->hook->scope];
-	unsigned int i;
+	if (h->kind == PT_TRACEPOINT)
+		return pt_tp_find(h->symbol) ? 0 : -ENOENT;
+	*kp = (struct kprobe){ .symbol_name = h->symbol, .pre_handler = pt_nop,
+			       .flags = KPROBE_FLAG_DISABLED };
+	return register_kprobe(kp);
+}
 
-	for (i = 0; i < PT_SCOPE_MAX_FUNCS; i++) {
-		if (!slot[i]) {
-			slot[i] = p->rp.rh;
-			return;
+/*
+ * Whether a kprobe on @h->symbol stays quiet while this task allocates
+ * and frees an ordinary page: a function that the allocator's fast path
+ * calls (say, an out-of-line post_alloc_hook()) would report every page a
+ * second time.
+ */
+static int pt_off_hot_path(const struct pt_hook *h)
+{
+	struct kprobe kp = { .symbol_name = h->symbol,
+			     .pre_handler = pt_compact_alloc,
+			     .post_handler = pt_kprobe_no_post };
+	struct page *page;
+	int ret;
+
+	WRITE_ONCE(pt_check_task, current);
+	atomic_set(&pt_check_hits, 0);
+	ret = register_kprobe(&kp);
+	if (!ret) {
+		page = alloc_page(GFP_KERNEL);
+		if (page)
+			__free_page(page);
+		unregister_kprobe(&kp);
+		if (!page)
+			ret = -ENOMEM;
+		else if (atomic_read(&pt_check_hits))
+			ret = -EEXIST;
+	}
+	WRITE_ONCE(pt_check_task, NULL);
+	if (ret == -EEXIST)
+		pr_info("pagetrace: %s runs on every allocation here (not inlined), so it cannot hook compaction\n",
+			h->symbol);
+	return ret;
+}
+
+/*
+ * Whether a set of free hooks of the kprobe backend reports each of a few
+ * frees this task makes exactly once.  The kernel inlines its free paths
+ * into some callers and not others, differently on each build (5.10's
+ * free_unref_page() is inlined into __free_pages() but calls
+ * free_pcp_prepare() out of line), and the argument a hook reads must be
+ * right for the build.  A set that misses one of these frees, or sees it
+ * twice, is not used.
+ */
+static int pt_free_check(const struct pt_hook **hooks, unsigned int n)
+{
+	static const unsigned int orders[] = { 0, 3, PAGE_ALLOC_COSTLY_ORDER + 1 };
+	static struct kprobe kp[PT_MAX_HOOKS];
+	struct kprobe *kps[PT_MAX_HOOKS];
+	unsigned int i, nk = 0;
+	int ret = 0, seen;
+
+	for (i = 0; i < n; i++) {
+		kp[nk] = (struct kprobe){ .symbol_name = hooks[i]->symbol,
+					  .pre_handler = hooks[i]->pre };
+		kps[nk] = &kp[nk];
+		ret = register_kprobe(&kp[nk]);
+		if (ret)
+			goto unregister;
+		nk++;
+	}
+	WRITE_ONCE(pt_check_task, current);
+	for (i = 0; i < ARRAY_SIZE(orders) + 1 && !ret; i++) {
+		bool put = i == ARRAY_SIZE(orders);	/* put_page() last */
+		unsigned int order = put ? 0 : orders[i];
+		struct page *page = alloc_pages(GFP_KERNEL, order);
+
+		if (!page) {
+			ret = -ENOMEM;
+			break;
+		}
+		atomic_set(&pt_check_frees, 0);
+		if (put)
+			put_page(page);
+		else
+			__free_pages(page, order);
+		seen = atomic_read(&pt_check_frees);
+		if (seen != 1) {
+			pr_info("pagetrace: hook=kprobe: %s of an order-%u page seen %d times by the set with %s; not used\n",
+				put ? "put_page()" : "__free_pages()", order, seen,
+				hooks[0]->symbol);
+			ret = -EILSEQ;
 		}
 	}
-	WARN_ONCE(1, "pagetrace: too many functions in one scope\n");
+	WRITE_ONCE(pt_check_task, NULL);
+unregister:
+	if (nk)
+		unregister_kprobes(kps, nk);
+	return ret;
+}
+
+/*
+ * Choose, for @backend, the first alternative of each role whose hooks
+ * all exist.  Returns the PAGETRACE_UNCOVERED_* bits of the roles this
+ * kernel needs and none covers, each named in the kernel log: as an error
+ * if @backend is the one asked for and partial=1 is not set, else at
+ * info level.
+ */
+static u32 pt_choose(unsigned int backend, bool asked)
+{
+	static struct kprobe probes[PT_MAX_HOOKS];
+	struct kprobe *kps[PT_MAX_HOOKS];
+	const struct pt_hook **out = pt_chosen[backend];
+	unsigned int nout = 0, role, alt, i, nk;
+	u32 uncovered = 0;
+
+	for (role = 0; role < PT_NR_ROLES; role++) {
+		bool any = false, found = false;
+
+		for (alt = 0; alt < PT_MAX_ALTS && !found; alt++) {
+			unsigned int first = nout;
+			bool in_alt = false, ok = true;
+
+			for (i = 0, nk = 0; i < ARRAY_SIZE(pt_hook_table); i++) {
+				const struct pt_hook *h = &pt_hook_table[i];
+
+				if (h->role != role || h->alt != alt ||
+				    !(h->backends & BIT(backend)))
+					continue;
+				in_alt = true;
+				if (pt_exists(h, &probes[nk])) {
+					ok = false;
+					continue;
+				}
+				if (h->kind != PT_TRACEPOINT) {
+					kps[nk] = &probes[nk];
+					nk++;
+				}
+				out[nout++] = h;
+			}
+			if (nk)
+				unregister_kprobes(kps, nk);
+			if (!in_alt)
+				continue;	/* not built for these headers */
+			any = true;
+			for (i = first; ok && i < nout; i++)
+				if (out[i]->off_hot_path && pt_off_hot_path(out[i]))
+					ok = false;
+			if (ok && role == PT_ROLE_FREE && backend == PAGETRACE_BACKEND_KPROBE)
+				ok = !pt_free_check(&out[first], nout - first);
+			if (ok)
+				found = true;
+			else
+				nout = first;
+		}
+		if (found || !any || !pt_role_needed(role))
+			continue;
+		uncovered |= pt_role_bit[role];
+		if (asked && !READ_ONCE(pt_partial))
+			pr_err("pagetrace: hook=%s cannot record %s on %s: none of its functions can be probed (missing or inlined); partial=1 loads without them\n",
+			       pt_backend_names[backend], pt_role_events[role],
+			       init_utsname()->release);
+		else
+			pr_info("pagetrace: hook=%s cannot record %s on %s: none of its functions can be probed\n",
+				pt_backend_names[backend], pt_role_events[role],
+				init_utsname()->release);
+	}
+	out[nout] = NULL;
+	return uncovered;
+}
+
+/* The backend hook= asks for, auto resolved. */
+static unsigned int pt_resolve(unsigned int backend)
+{
+	return backend == PT_BACKEND_AUTO ? PAGETRACE_BACKEND_TRACEPOINT :
+					    backend;
+}
+
+/* Copy require= under the parameter lock: a write frees the old string. */
+static bool pt_required(void)
+{
+	kernel_param_lock(THIS_MODULE);
+	strscpy(pt_required_sym, pt_require ? pt_require : "",
+		sizeof(pt_required_sym));
+	kernel_param_unlock(THIS_MODULE);
+	pt_required_hook.symbol = pt_required_sym;
+	return pt_required_sym[0];
+}
+
+/**
+ * pt_hooks_init - choose the hooks of both backends for this kernel
+ *
+ * Called at module load; attaches nothing.  Fails if the backend hook=
+ * names (or the default) cannot record every kind of event this kernel
+ * has, or if require= names a function that cannot be probed, unless
+ * partial=1 is set; the kernel log says which.
+ *
+ * Return: 0 or -errno.
+ */
+int pt_hooks_init(void)
+{
+	unsigned int want = pt_resolve(pt_hooks_backend());
+	bool partial = READ_ONCE(pt_partial);
+	struct kprobe kp;
+	unsigned int b;
+	int ret;
+
+	for (b = PAGETRACE_BACKEND_KPROBE; b <= PAGETRACE_BACKEND_TRACEPOINT; b++)
+		pt_uncovered[b] = pt_choose(b, b == want);
+	if (pt_uncovered[want] && !partial)
+		return -ENOENT;
+	if (pt_uncovered[want])
+		pr_warn("pagetrace: partial=1: hook=%s traces without what it cannot record on %s (the trace says so)\n",
+			pt_backend_names[want], init_utsname()->release);
+	if (pt_required()) {
+		ret = pt_exists(&pt_required_hook, &kp);
+		if (!ret) {
+			unregister_kprobe(&kp);
+			return 0;
+		}
+		pr_err("pagetrace: cannot attach to function %s on %s: %d%s\n",
+		       pt_required_sym, init_utsname()->release, ret,
+		       ret == -ENOENT ? " (missing or inlined)" : "");
+		if (!partial)
+			return ret;
+	}
+	return 0;
 }
 
 static int pt_probe_register(struct pt_probe *p)
@@ -747,7 +986,6 @@ static int pt_probe_register(struct pt_probe *p)
 	const struct pt_hook *h = p->hook;
 	int ret;
 
-	p->kind = h->kind;
 	switch (h->kind) {
 	case PT_KPROBE:
 		p->kp = (struct kprobe){ .symbol_name = h->symbol,
@@ -758,39 +996,24 @@ static int pt_probe_register(struct pt_probe *p)
 		ret = register_kprobe(&p->kp);
 		break;
 	case PT_KRETPROBE:
-		if (h->redirect) {
-			ret = pt_fexit_kprobe_register(&p->kp, h->symbol,
-						       h->redirect,
-						       (unsigned long)PT_ALLOC_FUNC +
-						       PT_FENTRY_END);
-			if (!ret) {
-				p->kind = PT_KPROBE;
-				break;
-			}
-			pr_info("pagetrace: cannot send %s through a trampoline (%d), using a kretprobe\n",
-				h->symbol, ret);
-		}
 		p->rp = (struct kretprobe){
 			.kp.symbol_name = h->symbol,
 			.entry_handler = h->entry,
 			.handler = h->ret,
 			.data_size = h->data_size,
 			/*
-			 * Allocations and reclaim sleep, so many calls may be
-			 * in flight; an instance short is a counted miss.
+			 * Allocations sleep, so many calls may be in flight;
+			 * an instance short is a counted miss.
 			 */
 			.maxactive = max_t(int, 1024, 64 * num_possible_cpus()),
 		};
 		ret = register_kretprobe(&p->rp);
 		break;
 	case PT_TRACEPOINT:
-		ret = pt_tp_register(p);
+		p->tp = pt_tp_find(h->symbol);
+		ret = p->tp ? tracepoint_probe_register(p->tp, h->tp_probe,
+							NULL) : -ENOENT;
 		pt_have_tracepoints |= !ret;
-		break;
-	case PT_FENTRY:
-		ret = pt_fentry_attach(&p->fe, h->symbol, h->tramp,
-				       h->fexit ? (unsigned long)PT_ALLOC_FUNC +
-				       PT_FENTRY_END : 0);
 		break;
 	default:
 		ret = -EINVAL;
@@ -803,8 +1026,10 @@ static int pt_probe_register(struct pt_probe *p)
 		return ret;
 	}
 	p->registered = true;
-	if (h->scope)
-		pt_scope_publish(p);
+#ifdef PT_HAVE_BULK
+	if (h->bulk)
+		WRITE_ONCE(pt_bulk_rh, p->rp.rh);
+#endif
 	return 0;
 }
 
@@ -825,7 +1050,7 @@ static void pt_probes_unregister(void)
 
 		if (!p->registered)
 			continue;
-		switch (p->kind) {
+		switch (p->hook->kind) {
 		case PT_KPROBE:
 			kps[nk++] = &p->kp;
 			break;
@@ -836,13 +1061,9 @@ static void pt_probes_unregister(void)
 			tracepoint_probe_unregister(p->tp, p->hook->tp_probe,
 						    NULL);
 			break;
-		case PT_FENTRY:
-			pt_fentry_detach(&p->fe);
-			break;
 		}
 		p->registered = false;
 	}
-	/* The event hooks first, then the scopes they look up. */
 	if (nk)
 		unregister_kprobes(kps, nk);
 	if (nr)
@@ -850,43 +1071,47 @@ static void pt_probes_unregister(void)
 }
 
 /**
- * pt_hooks_register - attach every probe a backend needs on this kernel
- * @backend: PAGETRACE_BACKEND_*, or PT_BACKEND_AUTO
+ * pt_hooks_register - attach the probes of the backend hook= asks for
+ * @backend: PAGETRACE_BACKEND_* or PT_BACKEND_AUTO; on success, the
+ *	     backend attached
+ * @uncovered: on success, PAGETRACE_UNCOVERED_*: what the session's hooks
+ *	       cannot see (never anything without partial=1)
  *
  * Return: 0, or the first error after undoing what was attached; the
  * kernel log names the symbol that failed.
  */
-static int pt_backend_register(unsigned int backend)
+int pt_hooks_register(unsigned int *backend, u32 *uncovered)
 {
-	u32 version = pt_running_version();
+	bool partial = READ_ONCE(pt_partial);
+	const struct pt_hook **chosen;
 	unsigned int i;
 	int ret;
 
-	pt_nr_probes = 0;
-	for (i = 0; i < ARRAY_SIZE(pt_hook_table); i++) {
-		const struct pt_hook *h = &pt_hook_table[i];
-
-		if (version >= h->ver.since && version < h->ver.until &&
-		    (h->backends & BIT(backend)))
-			pt_probes[pt_nr_probes++].hook = h;
-	}
-	/* A write to the parameter frees the old string: copy it locked. */
-	kernel_param_lock(THIS_MODULE);
-	strscpy(pt_required_sym, pt_require ? pt_require : "",
-		sizeof(pt_required_sym));
-	kernel_param_unlock(THIS_MODULE);
-	if (pt_required_sym[0]) {
-		pt_required_hook.symbol = pt_required_sym;
-		pt_probes[pt_nr_probes++].hook = &pt_required_hook;
-	}
-	if (!pt_nr_probes) {
-		pr_err("pagetrace: no attach points known for %s\n",
-		       init_utsname()->release);
+	*backend = pt_resolve(*backend);
+	*uncovered = pt_uncovered[*backend];
+	if (*uncovered && !partial) {
+		pr_err("pagetrace: hook=%s cannot record every page on %s (see the messages at load; partial=1 traces without them)\n",
+		       pt_backend_names[*backend], init_utsname()->release);
 		return -EOPNOTSUPP;
 	}
+	chosen = pt_chosen[*backend];
+	for (pt_nr_probes = 0; chosen[pt_nr_probes]; pt_nr_probes++)
+		pt_probes[pt_nr_probes].hook = chosen[pt_nr_probes];
 	for (i = 0; i < pt_nr_probes; i++) {
 		ret = pt_probe_register(&pt_probes[i]);
 		if (ret)
+			goto unregister_probes;
+	}
+	if (pt_required()) {
+		struct pt_probe *p = &pt_probes[pt_nr_probes];
+
+		p->hook = &pt_required_hook;
+		ret = pt_probe_register(p);
+		if (!ret)
+			pt_nr_probes++;
+		else if (partial)
+			*uncovered |= PAGETRACE_UNCOVERED_REQUIRED;
+		else
 			goto unregister_probes;
 	}
 	return 0;
@@ -896,33 +1121,6 @@ unregister_probes:
 	return ret;
 }
 
-/**
- * pt_hooks_register - attach the probes of the backend hook= asks for
- * @backend: PAGETRACE_BACKEND_* or PT_BACKEND_AUTO; on success, the
- *	     backend attached
- *
- * Return: 0, or the first error after undoing what was attached; the
- * kernel log names the symbol that failed.
- */
-int pt_hooks_register(unsigned int *backend)
-{
-	int ret;
-
-	if (*backend != PT_BACKEND_AUTO)
-		return pt_backend_register(*backend);
-	if (!IS_ENABLED(CONFIG_PREEMPT_RT)) {
-		ret = pt_backend_register(PAGETRACE_BACKEND_FENTRY);
-		if (!ret) {
-			*backend = PAGETRACE_BACKEND_FENTRY;
-			return 0;
-		}
-		pr_info("pagetrace: hook=auto: fentry failed (%d), using kprobes\n",
-			ret);
-	}
-	*backend = PAGETRACE_BACKEND_KPROBE;
-	return pt_backend_register(*backend);
-}
-
 /* Detach every probe; returns once no handler runs any more. */
 void pt_hooks_unregister(void)
 {
@@ -930,7 +1128,9 @@ void pt_hooks_unregister(void)
 	if (pt_have_tracepoints)
 		tracepoint_synchronize_unregister();
 	pt_have_tracepoints = false;
-	memset(pt_scope_rh, 0, sizeof(pt_scope_rh));
+#ifdef PT_HAVE_BULK
+	WRITE_ONCE(pt_bulk_rh, NULL);
+#endif
 }
 
 /* Probe hits dropped by the kprobe core in this session so far. */
@@ -942,10 +1142,9 @@ unsigned long pt_hooks_missed(void)
 	for (i = 0; i < pt_nr_probes; i++) {
 		const struct pt_probe *p = &pt_probes[i];
 
-		if (p->kind == PT_KPROBE)
+		if (p->hook->kind == PT_KPROBE)
 			n += READ_ONCE(p->kp.nmissed);
-		else if (p->kind == PT_KRETPROBE &&
-			 p->hook->scope != PT_SCOPE_RECLAIM)
+		else if (p->hook->kind == PT_KRETPROBE)
 			n += READ_ONCE(p->rp.nmissed) +
 			     READ_ONCE(p->rp.kp.nmissed);
 	}

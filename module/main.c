@@ -188,7 +188,7 @@ int pt_session_start(struct pt_session **out)
 		goto free_header;
 
 	pt_writers_publish(sess);
-	ret = pt_hooks_register(&sess->backend);
+	ret = pt_hooks_register(&sess->backend, &sess->uncovered);
 	if (ret)
 		goto clear_writers;
 	pt_header_set_backend(sess);
@@ -275,18 +275,16 @@ void pt_session_free(struct pt_session *sess)
 
 static int __init pt_init(void)
 {
-	unsigned int backend;
 	int ret;
 
 	/*
-	 * Attach and detach once, so that a kernel whose symbols we do not
-	 * know fails here, with the symbol named, not at the first open.
+	 * Choose the hooks, attaching none, so that a kernel we cannot
+	 * trace completely fails here, with what is missing named, not at
+	 * the first open.
 	 */
-	backend = pt_hooks_backend();
-	ret = pt_hooks_register(&backend);
+	ret = pt_hooks_init();
 	if (ret)
 		return ret;
-	pt_hooks_unregister();
 
 	return pt_device_register();
 }
@@ -295,8 +293,6 @@ static void __exit pt_exit(void)
 {
 	/* The open file pins the module, so no session is left here. */
 	pt_device_unregister();
-	/* Allocations that went through a return trampoline come back. */
-	pt_fentry_drain();
 }
 
 module_init(pt_init);

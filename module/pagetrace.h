@@ -5,7 +5,6 @@
  * Data flows one way:
  *
  *   hooks.c    the kernel's allocator paths -> pt_emit()
- *   fentry.c   direct-call trampolines for hooks.c (hook=fentry)
  *   writer.c   pt_emit(): encode into this CPU's open buffer (the hot path)
  *   clock.c    the clock it stamps events with (clock.h: its reader)
  *   buffers.c  buffer memory, the writer/reader handoff, flush, loss counts
@@ -21,7 +20,6 @@
 
 #include <asm/byteorder.h>
 #include <linux/cache.h>
-#include <linux/ftrace.h>
 #include <linux/irq_work.h>
 #include <linux/kprobes.h>
 #include <linux/moduleparam.h>
@@ -187,6 +185,7 @@ struct pt_session {
 	unsigned int		chunk_size;
 	unsigned int		flush_ms;
 	unsigned int		backend;
+	u32			uncovered;	/* PAGETRACE_UNCOVERED_* */
 	unsigned int		stack_rate;	/* pages per sample, 0: off */
 	struct pt_filter	filter;
 
@@ -320,34 +319,12 @@ void pt_snapshot_free(struct pt_session *sess);
 
 /* hooks.c */
 unsigned int pt_hooks_backend(void);
-/* hook=auto: fentry, or kprobe (hooks.c); never in a stream. */
-#define PT_BACKEND_AUTO		3
-int pt_hooks_register(unsigned int *backend);
+/* hook=auto: the tracepoint backend (hooks.c); never in a stream. */
+#define PT_BACKEND_AUTO		2
+int pt_hooks_init(void);
+int pt_hooks_register(unsigned int *backend, u32 *uncovered);
 void pt_hooks_unregister(void);
 unsigned long pt_hooks_missed(void);
-void pt_kprobe_no_post(struct kprobe *p, struct pt_regs *regs,
-		       unsigned long flags);
-/* hooks.c: its trampolines (fentry.h), defined in assembly */
-void pt_free_tramp(void);
-void pt_free_unref_page_tramp(void);
-void pt_free_folios_tramp(void);
-void pt_alloc_tramp(void);
-void pt_alloc_kprobe_tramp(void);
-
-/* fentry.c */
-struct pt_fentry {
-	struct ftrace_ops	ops;
-	unsigned long		tramp;
-};
-
-void pt_fexit_enter(void);
-void pt_fexit_leave(void);
-int pt_fentry_attach(struct pt_fentry *f, const char *symbol, void *tramp,
-		     unsigned long body);
-void pt_fentry_detach(struct pt_fentry *f);
-int pt_fexit_kprobe_register(struct kprobe *kp, const char *symbol,
-			     kprobe_pre_handler_t redirect, unsigned long body);
-void pt_fentry_drain(void);
 
 /* device.c */
 int pt_device_register(void);

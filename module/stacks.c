@@ -143,9 +143,8 @@ static unsigned int pt_stack_take(struct pt_stacks *st,
 	}
 
 	/*
-	 * From here: our own frames (a fentry trampoline's included) are
-	 * dropped, and a return trampoline names the function it returns
-	 * from, which is not on the stack any more.
+	 * From here (a tracepoint, which has no registers): our own frames
+	 * are dropped.
 	 */
 	n = stack_trace_save(f + 1, ARRAY_SIZE(st->scratch) - 1, 0);
 	*cut = n == ARRAY_SIZE(st->scratch) - 1;

@@ -150,7 +150,18 @@ struct pagetrace_rec_zone {
 /* Hook backends, struct pagetrace_rec_session.backend */
 #define PAGETRACE_BACKEND_KPROBE	0
 #define PAGETRACE_BACKEND_TRACEPOINT	1
-#define PAGETRACE_BACKEND_FENTRY	2
+#define PAGETRACE_BACKEND_FENTRY	2	/* retired; in older traces */
+
+/*
+ * struct pagetrace_rec_session.uncovered: the kinds of event no hook saw,
+ * because the running kernel has no function or tracepoint the module
+ * knows for them and it was loaded with partial=1.  0 in a complete trace.
+ */
+#define PAGETRACE_UNCOVERED_ALLOC	_BITUL(0)	/* page allocations */
+#define PAGETRACE_UNCOVERED_FREE	_BITUL(1)	/* page frees */
+#define PAGETRACE_UNCOVERED_BULK	_BITUL(2)	/* the bulk allocator's pages */
+#define PAGETRACE_UNCOVERED_COMPACT	_BITUL(3)	/* compaction, alloc_contig_range() */
+#define PAGETRACE_UNCOVERED_REQUIRED	_BITUL(31)	/* the require= test function */
 
 /**
  * struct pagetrace_rec_session - how the session was set up
@@ -160,6 +171,7 @@ struct pagetrace_rec_zone {
  * @clock_error_ns: with PAGETRACE_CLOCK_TSC, how far event times may be
  *	from local_clock()'s at the same instant (the TSC is anchored to
  *	local_clock() once, between two TSC reads); 0 with other clocks
+ * @uncovered: PAGETRACE_UNCOVERED_*: what this trace cannot hold
  * @reserved: 0
  */
 struct pagetrace_rec_session {
@@ -167,7 +179,8 @@ struct pagetrace_rec_session {
 	__u32	backend;
 	__u32	flush_ms;
 	__u32	clock_error_ns;
-	__u32	reserved[4];
+	__u32	uncovered;
+	__u32	reserved[3];
 };
 
 /**

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel API differences pagetrace meets, in one place.  Each PT_HAVE_*
+ * comes from a test of the headers we build against, run by Kbuild (see
+ * Kbuild), never from the kernel's version: distributions backport.
+ */
+#ifndef _PAGETRACE_COMPAT_H
+#define _PAGETRACE_COMPAT_H
+
+#include <linux/kprobes.h>
+#include <linux/sched.h>
+
+/* struct folio_batch moved out of <linux/pagevec.h> in 7.0. */
+#ifdef PT_HAVE_FOLIO_BATCH_H
+#include <linux/folio_batch.h>
+#elif defined(PT_HAVE_FOLIO_BATCH)
+#include <linux/pagevec.h>
+#endif
+#if defined(PT_HAVE_FOLIO_BATCH) || defined(PT_HAVE_FOLIO_BATCH_H)
+#define PT_HAVE_FOLIOS	1
+#endif
+
+/*
+ * The bulk allocator (5.13+).  A page its fallback takes from the
+ * allocator must be told apart from the pages it takes itself, which
+ * hooks.c does by finding the bulk call's kretprobe instance on the
+ * task's rethook list: x86 kernels since 5.18 have one.
+ */
+#ifdef PT_HAVE_BULK
+#define PT_BULK_ALLOCATOR	true
+#ifndef CONFIG_KRETPROBE_ON_RETHOOK
+#error "pagetrace needs CONFIG_KRETPROBE_ON_RETHOOK on a kernel with the bulk allocator"
+#endif
+#include <linux/rethook.h>
+/* (gfp, nid, nodemask, nr_pages, page_list, page_array); 6.14 drops the list */
+#ifdef PT_HAVE_BULK_LIST
+#define PT_BULK_LIST_ARG(regs)	((void *)regs_get_kernel_argument(regs, 4))
+#define PT_BULK_ARRAY_ARG(regs)	((void *)regs_get_kernel_argument(regs, 5))
+#else
+#define PT_BULK_LIST_ARG(regs)	NULL
+#define PT_BULK_ARRAY_ARG(regs)	((void *)regs_get_kernel_argument(regs, 4))
+#endif
+#else
+#define PT_BULK_ALLOCATOR	false
+#endif /* PT_HAVE_BULK */
+
+/* 5.11 hid a kretprobe instance's probe behind get_kretprobe(). */
+#ifndef PT_HAVE_GET_KRETPROBE
+#define get_kretprobe(ri)	((ri)->rp)
+#endif
+
+/*
+ * Direct compaction runs with PF_MEMALLOC, like reclaim, and is told
+ * apart by the capture_control it sets in the task for its whole run.
+ */
+static inline bool pt_in_direct_compaction(void)
+{
+#ifdef CONFIG_COMPACTION
+	return READ_ONCE(current->capture_control);
+#else
+	return false;
+#endif
+}
+
+#endif /* _PAGETRACE_COMPAT_H */
