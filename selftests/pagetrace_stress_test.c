@@ -18,9 +18,12 @@
  *                     PT_STRESS_BUDGET seconds if set: under TCG a session
  *                     start + stop takes ~0.8 s, a reload ~1.7 s, so make
  *                     check runs them on a budget)
- *  unload_under_storm the same rounds with hook=fentry while every CPU
- *                     allocates: rmmod comes while calls run below the
- *                     return trampoline, and must wait for them
+ *  failed_load_under_churn  refused loads (require= a missing function)
+ *                     while tmpfs files are written and removed: nothing
+ *                     may stay attached
+ *  unload_under_storm the same rounds with hook=kprobe while every CPU
+ *                     allocates: rmmod comes while allocations run
+ *                     below the kretprobe's return hook
  *  oom                a memory hog driven to the OOM killer while we trace
  *                     (in a memcg; PT_STRESS_OOM=global: the whole VM)
  *
@@ -611,7 +614,7 @@ TEST_F_TIMEOUT(st, reload, 30000)
 		int fd;
 
 		static const char * const hooks[] = {
-			"", "hook=tracepoint", "hook=fentry",
+			"", "hook=tracepoint", "hook=kprobe",
 		};
 
 		ASSERT_EQ(0, pt_st_mod_reload(hooks[i % 3]))
@@ -657,10 +660,9 @@ static uint64_t storm_session(struct __test_metadata *_metadata, long round)
 }
 
 /*
- * hook=fentry's return trampoline stays on the stack of every allocation
- * that entered it, after the session stopped and the trampolines were
- * detached.  Unload the module while every CPU allocates: module exit must
- * wait for those calls (module/fentry.c), or they return into freed text.
+ * hook=kprobe's kretprobe on the allocator has its return hook on the
+ * stack of every allocation in flight when the session stops.  Unload the
+ * module while every CPU allocates: nothing may return into freed text.
  */
 TEST_F_TIMEOUT(st, unload_under_storm, 30000)
 {
@@ -678,7 +680,7 @@ TEST_F_TIMEOUT(st, unload_under_storm, 30000)
 	for (i = 0; i < n && (i < 3 || in_budget(t0, budget)); i++) {
 		uint64_t t;
 
-		ASSERT_EQ(0, pt_st_mod_reload("hook=fentry")) TH_LOG("round %ld", i);
+		ASSERT_EQ(0, pt_st_mod_reload("hook=kprobe")) TH_LOG("round %ld", i);
 		storm_session(_metadata, i);
 		t = pt_st_mono_ns();
 		ASSERT_EQ(0, pt_st_mod_unload()) TH_LOG("round %ld", i);
@@ -687,7 +689,7 @@ TEST_F_TIMEOUT(st, unload_under_storm, 30000)
 	}
 	storm_stop(&s);
 	ASSERT_EQ(0, pt_st_mod_reload("")) TH_LOG("the module back, default hook");
-	TH_LOG("%ld of %ld fentry load/session/unload rounds under the storm in %.1f s, the slowest unload %.2f s",
+	TH_LOG("%ld of %ld kprobe load/session/unload rounds under the storm in %.1f s, the slowest unload %.2f s",
 	       i, n, (pt_st_mono_ns() - t0) / 1e9, worst / 1e9);
 	ASSERT_LE(n < 3 ? n : 3, i) TH_LOG("fewer than 3 rounds");
 	ASSERT_GT(60 * 1000000000ULL, worst);
@@ -817,6 +819,73 @@ TEST_F_TIMEOUT(st, oom, 280)
 	TH_LOG("%llu events kept, %llu lost", (unsigned long long)kept,
 	       (unsigned long long)lost);
 	EXPECT_LT(1000, kept);
+}
+
+/*
+ * A load that fails must leave nothing attached.  Four processes write a
+ * 50 MiB file of zeroes to tmpfs in 64 KiB blocks and remove it, over and
+ * over (page cache allocation, then the batched frees of truncation),
+ * while insmod is refused again and again for a function this kernel does
+ * not have.  Seen on 6.1 before the fix: an RCU stall in the free path
+ * within ten refused loads, the module's text gone under a running hook.
+ */
+#define FAIL_TMPFS	"/tmp/pt-failed-load"
+
+static void tmpfs_writer(int i)
+{
+	static char block[64 << 10];
+	char path[64];
+
+	snprintf(path, sizeof(path), FAIL_TMPFS "/f%d", i);
+	for (;;) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		for (int k = 0; fd >= 0 && k < 800; k++)
+			if (write(fd, block, sizeof(block)) < 0)
+				break;
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+	}
+}
+
+TEST_F_TIMEOUT(st, failed_load_under_churn, 600)
+{
+	long n = env_long("PT_STRESS_FAILED_LOADS", 10);
+	pid_t pids[4];
+	long i;
+	int k;
+
+	mkdir(FAIL_TMPFS, 0700);
+	ASSERT_EQ(0, mount("tmpfs", FAIL_TMPFS, "tmpfs", 0, "size=400m"))
+		TH_LOG("mount tmpfs: %s", strerror(errno));
+	for (k = 0; k < 4; k++) {
+		pids[k] = fork();
+		if (!pids[k]) {
+			tmpfs_writer(k);
+			_exit(0);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		int ret = pt_st_mod_reload("require=pt_no_such_function_here");
+
+		if (ret != -ENOENT) {
+			TH_LOG("round %ld: load with a missing function: %s", i,
+			       strerror(-ret));
+			break;
+		}
+		usleep(100000);
+	}
+	for (k = 0; k < 4; k++) {
+		if (pids[k] > 0) {
+			kill(pids[k], SIGKILL);
+			waitpid(pids[k], NULL, 0);
+		}
+	}
+	umount2(FAIL_TMPFS, MNT_DETACH);
+	rmdir(FAIL_TMPFS);
+	EXPECT_EQ(n, i);
+	ASSERT_EQ(0, pt_st_mod_reload("")) TH_LOG("the module back, default hook");
 }
 
 TEST_HARNESS_MAIN

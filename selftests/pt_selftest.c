@@ -72,6 +72,8 @@ int pt_st_collect(int dev, struct pt_st_trace *t)
 			     pt_reader_session(r)->backend : ~0U;
 		t->clock_error_ns = pt_reader_session(r) ?
 				    pt_reader_session(r)->clock_error_ns : 0;
+		t->uncovered = pt_reader_session(r) ?
+			       pt_reader_session(r)->uncovered : 0;
 	}
 	t->ev = malloc(cap * sizeof(*t->ev));
 	while (ret >= 0 && t->ev) {

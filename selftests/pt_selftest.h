@@ -27,6 +27,7 @@ struct pt_st_trace {
 	struct pagetrace_header	hdr;
 	unsigned int		backend;	/* from the session record */
 	unsigned int		clock_error_ns;	/* likewise */
+	unsigned int		uncovered;	/* likewise */
 	struct pt_event		*ev;
 	size_t			nr;
 	char			err[256];	/* why collecting failed */

@@ -14,10 +14,17 @@
  * Report lines:
  *   <op> <alloc|free> pfn=<pfn> npages=<n> t0=<ns> t1=<ns>
  *   <op> alloc-cover ...       one allocation that covers the range
- *   <op> skip <reason>         the allocation itself failed (no memory)
+ *   <op> skip <reason>         the allocation itself failed (no memory),
+ *                              or this kernel cannot do it
  *
  * The test pins itself to one CPU, so that the window and the event are
  * taken on one CPU's clock.
+ *
+ * The module builds on every kernel from 5.10 to 7.x.  Where a call we
+ * make came, went or was renamed, the Kbuild asks the headers for it
+ * (GT_HAVE_*), or we ask #ifdef of a macro: never the version.  An
+ * operation the kernel cannot do (folios before 5.16, the bulk allocator
+ * before 5.13, its list variant after 6.13) reports a skip saying why.
  */
 #include <linux/debugfs.h>
 #include <linux/completion.h>
@@ -33,8 +40,31 @@
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/timer.h>
+#include <linux/tracepoint.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+
+/* Calls renamed between our kernels: the new name where there is one. */
+#ifdef timer_container_of
+#define gt_from_timer(var, timer, field)	timer_container_of(var, timer, field)
+#else
+#define gt_from_timer(var, timer, field)	from_timer(var, timer, field)
+#endif
+#ifdef GT_HAVE_TIMER_DELETE_SYNC
+#define gt_timer_delete_sync(timer)		timer_delete_sync(timer)
+#else
+#define gt_timer_delete_sync(timer)		del_timer_sync(timer)
+#endif
+#ifdef GT_HAVE_TIMER_DESTROY_ON_STACK
+#define gt_timer_destroy_on_stack(timer)	timer_destroy_on_stack(timer)
+#else
+#define gt_timer_destroy_on_stack(timer)	destroy_timer_on_stack(timer)
+#endif
+#ifdef in_hardirq
+#define gt_in_hardirq()				in_hardirq()
+#else
+#define gt_in_hardirq()				in_irq()
+#endif
 
 #define GT_REPORT_SIZE	(64 << 10)
 
@@ -129,6 +159,7 @@ static void gt_page_put(const char *op)
 	gt_event(op, "free", page_to_pfn(page), 1, t0, t1);
 }
 
+#ifdef GT_HAVE_FOLIO_ALLOC
 static void gt_folio(const char *op, unsigned int order)
 {
 	struct folio *folio;
@@ -141,6 +172,29 @@ static void gt_folio(const char *op, unsigned int order)
 	GT_TIMED(folio_put(folio));
 	gt_event(op, "free", folio_pfn(folio), 1UL << order, t0, t1);
 }
+#else
+static void gt_folio(const char *op, unsigned int order)
+{
+	gt_skip(op, "no folios in this kernel (folio_alloc)");
+}
+
+/*
+ * Without folios a THP is a compound page of the PMD order, allocated as a
+ * THP fault does and freed with its last reference.
+ */
+static void gt_thp_page(const char *op)
+{
+	struct page *page;
+	u64 t0, t1;
+
+	GT_TIMED(page = alloc_pages(GFP_TRANSHUGE | __GFP_NOWARN, HPAGE_PMD_ORDER));
+	if (!page)
+		return gt_skip(op, "alloc_pages failed");
+	gt_event(op, "alloc", page_to_pfn(page), HPAGE_PMD_NR, t0, t1);
+	GT_TIMED(put_page(page));
+	gt_event(op, "free", page_to_pfn(page), HPAGE_PMD_NR, t0, t1);
+}
+#endif
 
 static void gt_node(const char *op)
 {
@@ -179,6 +233,16 @@ static void gt_exact(const char *op)
 
 #define GT_BULK	16
 
+/* The bulk allocator's array call, which lost its suffix in 6.14. */
+#if defined(GT_HAVE_BULK_ARRAY)
+#define gt_bulk_fill(gfp, nr, pages)	alloc_pages_bulk_array(gfp, nr, pages)
+#define GT_BULK_FAILED			"alloc_pages_bulk_array failed"
+#elif defined(GT_HAVE_BULK)
+#define gt_bulk_fill(gfp, nr, pages)	alloc_pages_bulk(gfp, nr, pages)
+#define GT_BULK_FAILED			"alloc_pages_bulk failed"
+#endif
+
+#ifdef gt_bulk_fill
 /* The bulk allocator fills an array; release_pages() frees it in a batch. */
 static void gt_bulk_array(const char *op)
 {
@@ -186,9 +250,9 @@ static void gt_bulk_array(const char *op)
 	unsigned long n, i;
 	u64 t0, t1;
 
-	GT_TIMED(n = alloc_pages_bulk_array(GFP_KERNEL, GT_BULK, pages));
+	GT_TIMED(n = gt_bulk_fill(GFP_KERNEL, GT_BULK, pages));
 	if (!n)
-		return gt_skip(op, "alloc_pages_bulk_array failed");
+		return gt_skip(op, GT_BULK_FAILED);
 	for (i = 0; i < n; i++)
 		gt_event(op, "alloc", page_to_pfn(pages[i]), 1, t0, t1);
 	GT_TIMED(release_pages(pages, n));
@@ -196,7 +260,62 @@ static void gt_bulk_array(const char *op)
 		gt_event(op, "free", page_to_pfn(pages[i]), 1, t0, t1);
 }
 
-/* ... or a list; put_pages_list() frees it in a batch. */
+/*
+ * A partly filled array: the bulk allocator fills only the holes, and the
+ * pages already there must not be reported again.
+ */
+static void gt_bulk_prefilled(const char *op)
+{
+	struct page *pages[GT_BULK] = { };
+	unsigned long i;
+	u64 t0, t1;
+
+	for (i = 0; i < GT_BULK; i += 4) {
+		GT_TIMED(pages[i] = alloc_page(GFP_KERNEL));
+		if (!pages[i])
+			goto free;
+		gt_event(op, "alloc", page_to_pfn(pages[i]), 1, t0, t1);
+	}
+	GT_TIMED((void)gt_bulk_fill(GFP_KERNEL, GT_BULK, pages));
+	for (i = 0; i < GT_BULK; i++) {
+		if (pages[i] && i % 4)
+			gt_event(op, "alloc", page_to_pfn(pages[i]), 1, t0, t1);
+	}
+free:
+	for (i = 0; i < GT_BULK; i++) {
+		if (!pages[i])
+			continue;
+		GT_TIMED(__free_page(pages[i]));
+		gt_event(op, "free", page_to_pfn(pages[i]), 1, t0, t1);
+	}
+}
+
+/* One missing page: the bulk allocator falls back to __alloc_pages(). */
+static void gt_bulk_single(const char *op)
+{
+	struct page *pages[1] = { };
+	unsigned long n;
+	u64 t0, t1;
+
+	GT_TIMED(n = gt_bulk_fill(GFP_KERNEL, 1, pages));
+	if (!n)
+		return gt_skip(op, GT_BULK_FAILED);
+	gt_event(op, "alloc", page_to_pfn(pages[0]), 1, t0, t1);
+	GT_TIMED(__free_page(pages[0]));
+	gt_event(op, "free", page_to_pfn(pages[0]), 1, t0, t1);
+}
+#else
+static void gt_bulk_array(const char *op)
+{
+	gt_skip(op, "no bulk allocator in this kernel (alloc_pages_bulk)");
+}
+
+static void gt_bulk_prefilled(const char *op) { gt_bulk_array(op); }
+static void gt_bulk_single(const char *op) { gt_bulk_array(op); }
+#endif
+
+#if defined(GT_HAVE_BULK_LIST) && defined(GT_HAVE_PUT_PAGES_LIST)
+/* The bulk allocator's list call; put_pages_list() frees it in a batch. */
 static void gt_bulk_list(const char *op)
 {
 	unsigned long pfns[GT_BULK];
@@ -218,66 +337,92 @@ static void gt_bulk_list(const char *op)
 	for (n = 0; n < i; n++)
 		gt_event(op, "free", pfns[n], 1, t0, t1);
 }
+#else
+static void gt_bulk_list(const char *op)
+{
+	gt_skip(op, "no list variant of the bulk allocator in this kernel (alloc_pages_bulk_list)");
+}
+#endif
 
 /*
- * A partly filled array: the bulk allocator fills only the holes, and the
- * pages already there must not be reported again.
+ * A real bulk user: vmalloc's pages come from the bulk allocator (before
+ * it, from alloc_page() one by one).  But a newer vmalloc first asks the
+ * allocator for blocks as large as fit, and splits them; it falls back to
+ * single pages only where those fail.  Such a block is one allocation of
+ * many pages, and which way each page came only the kernel knows: its
+ * mm_page_alloc tracepoint, which fires for every allocation but the bulk
+ * allocator's own pages, tells the blocks of order > 0 that our task got
+ * inside vmalloc().  vfree() frees the pages one by one either way.
  */
-static void gt_bulk_prefilled(const char *op)
-{
-	struct page *pages[GT_BULK] = { };
-	unsigned long n, i;
-	u64 t0, t1;
+static struct {
+	struct task_struct	*task;		/* inside vmalloc(), or NULL */
+	unsigned int		nr;
+	unsigned long		pfn[GT_BULK];
+	unsigned int		order[GT_BULK];
+} gt_vm;
+static bool gt_vm_probed;		/* tracepoint_synchronize_unregister() */
 
-	for (i = 0; i < GT_BULK; i += 4) {
-		GT_TIMED(pages[i] = alloc_page(GFP_KERNEL));
-		if (!pages[i])
-			goto free;
-		gt_event(op, "alloc", page_to_pfn(pages[i]), 1, t0, t1);
-	}
-	GT_TIMED(n = alloc_pages_bulk_array(GFP_KERNEL, GT_BULK, pages));
-	for (i = 0; i < GT_BULK; i++) {
-		if (pages[i] && i % 4)
-			gt_event(op, "alloc", page_to_pfn(pages[i]), 1, t0, t1);
-	}
-free:
-	for (i = 0; i < GT_BULK; i++) {
-		if (!pages[i])
+static void gt_vm_alloc(void *data, struct page *page, unsigned int order,
+			gfp_t gfp, int migratetype)
+{
+	if (READ_ONCE(gt_vm.task) != current || !in_task() || !page ||
+	    !order || gt_vm.nr == GT_BULK)
+		return;
+	gt_vm.pfn[gt_vm.nr] = page_to_pfn(page);
+	gt_vm.order[gt_vm.nr++] = order;
+}
+
+static void gt_find_mm_page_alloc(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "mm_page_alloc"))
+		*(struct tracepoint **)priv = tp;
+}
+
+/* How many of the @n pages from @pfns[0] on came as one block. */
+static unsigned long gt_vm_block(const unsigned long *pfns, unsigned long n)
+{
+	unsigned long j, len;
+	unsigned int k;
+
+	for (k = 0; k < gt_vm.nr; k++) {
+		if (gt_vm.pfn[k] != pfns[0])
 			continue;
-		GT_TIMED(__free_page(pages[i]));
-		gt_event(op, "free", page_to_pfn(pages[i]), 1, t0, t1);
+		len = 1UL << gt_vm.order[k];
+		for (j = 1; j < len; j++) {
+			if (j >= n || pfns[j] != pfns[0] + j)
+				return 1;
+		}
+		return len;
 	}
+	return 1;
 }
 
-/* One missing page: the bulk allocator falls back to __alloc_pages(). */
-static void gt_bulk_single(const char *op)
-{
-	struct page *pages[1] = { };
-	unsigned long n;
-	u64 t0, t1;
-
-	GT_TIMED(n = alloc_pages_bulk_array(GFP_KERNEL, 1, pages));
-	if (!n)
-		return gt_skip(op, "alloc_pages_bulk_array failed");
-	gt_event(op, "alloc", page_to_pfn(pages[0]), 1, t0, t1);
-	GT_TIMED(__free_page(pages[0]));
-	gt_event(op, "free", page_to_pfn(pages[0]), 1, t0, t1);
-}
-
-/* A real bulk user: vmalloc's pages come from the bulk allocator. */
 static void gt_vmalloc(const char *op)
 {
-	unsigned long pfns[GT_BULK];
-	unsigned int i;
+	struct tracepoint *tp = NULL;
+	unsigned long pfns[GT_BULK], i, n;
 	void *p;
 	u64 t0, t1;
 
+	/* Without tracepoints, take it that every page came on its own. */
+	for_each_kernel_tracepoint(gt_find_mm_page_alloc, &tp);
+	if (tp && tracepoint_probe_register(tp, gt_vm_alloc, NULL))
+		tp = NULL;
+	if (tp)
+		gt_vm_probed = true;
+	gt_vm.nr = 0;
+	WRITE_ONCE(gt_vm.task, current);
 	GT_TIMED(p = vmalloc(GT_BULK * PAGE_SIZE));
+	WRITE_ONCE(gt_vm.task, NULL);
+	if (tp)
+		tracepoint_probe_unregister(tp, gt_vm_alloc, NULL);
 	if (!p)
 		return gt_skip(op, "vmalloc failed");
-	for (i = 0; i < GT_BULK; i++) {
+	for (i = 0; i < GT_BULK; i++)
 		pfns[i] = vmalloc_to_pfn(p + i * PAGE_SIZE);
-		gt_event(op, "alloc", pfns[i], 1, t0, t1);
+	for (i = 0; i < GT_BULK; i += n) {
+		n = gt_vm_block(pfns + i, GT_BULK - i);
+		gt_event(op, "alloc", pfns[i], n, t0, t1);
 	}
 	GT_TIMED(vfree(p));
 	for (i = 0; i < GT_BULK; i++)
@@ -342,7 +487,7 @@ static void gt_irq_alloc(struct gt_irq *g, bool in_irq)
 
 static void gt_softirq_fn(struct timer_list *t)
 {
-	struct gt_irq *g = from_timer(g, t, timer);
+	struct gt_irq *g = gt_from_timer(g, t, timer);
 
 	gt_irq_alloc(g, in_serving_softirq());
 }
@@ -351,7 +496,7 @@ static void gt_hardirq_fn(struct irq_work *w)
 {
 	struct gt_irq *g = container_of(w, struct gt_irq, work);
 
-	gt_irq_alloc(g, in_hardirq());
+	gt_irq_alloc(g, gt_in_hardirq());
 }
 
 static void gt_irq_report(const char *op, struct gt_irq *g)
@@ -372,8 +517,8 @@ static void gt_softirq(const char *op)
 	timer_setup_on_stack(&g.timer, gt_softirq_fn, TIMER_PINNED);
 	mod_timer(&g.timer, jiffies + 1);
 	wait_for_completion(&g.done);
-	del_timer_sync(&g.timer);
-	destroy_timer_on_stack(&g.timer);
+	gt_timer_delete_sync(&g.timer);
+	gt_timer_destroy_on_stack(&g.timer);
 	gt_irq_report(op, &g);
 }
 
@@ -400,8 +545,17 @@ static void gt_marker(const char *op) { gt_pages(op, GFP_KERNEL, 7); }
 /*
  * alloc_contig_range() on a pageblock we just freed whole: 6.1 reports it
  * through compaction's split_map_pages(), 6.12 through
- * isolate_freepages_range(); free_contig_range() frees it page by page.
+ * isolate_freepages_range(); free_contig_range() frees it page by page
+ * (newer kernels prepare each page, then hand the range back in blocks).
  */
+#ifdef CONFIG_CONTIG_ALLOC
+/* Its migratetype argument became flags (6.16): an ordinary request. */
+#ifdef ACR_FLAGS_NONE
+#define GT_CONTIG_ORDINARY	ACR_FLAGS_NONE
+#else
+#define GT_CONTIG_ORDINARY	MIGRATE_MOVABLE
+#endif
+
 static void gt_contig(const char *op)
 {
 	unsigned long pfn, i, n = 1UL << pageblock_order;
@@ -417,7 +571,7 @@ static void gt_contig(const char *op)
 	gt_event(op, "alloc", pfn, n, t0, t1);
 	GT_TIMED(__free_pages(page, pageblock_order));
 	gt_event(op, "free", pfn, n, t0, t1);
-	GT_TIMED(ret = alloc_contig_range(pfn, pfn + n, MIGRATE_MOVABLE,
+	GT_TIMED(ret = alloc_contig_range(pfn, pfn + n, GT_CONTIG_ORDINARY,
 					  GFP_KERNEL | __GFP_NOWARN));
 	if (ret)
 		return gt_skip(op, "alloc_contig_range failed");
@@ -427,6 +581,12 @@ static void gt_contig(const char *op)
 	for (i = 0; i < n; i++)
 		gt_event(op, "free", pfn + i, 1, t0, t1);
 }
+#else
+static void gt_contig(const char *op)
+{
+	gt_skip(op, "no alloc_contig_range() in this kernel (CONFIG_CONTIG_ALLOC)");
+}
+#endif
 
 static void gt_order0(const char *op) { gt_pages(op, GFP_KERNEL, 0); }
 static void gt_order3(const char *op) { gt_pages(op, GFP_KERNEL, 3); }
@@ -439,17 +599,27 @@ static void gt_folio_thp(const char *op)
 {
 	if (!IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE))
 		return gt_skip(op, "no THP in this kernel");
+#ifdef GT_HAVE_FOLIO_ALLOC
 	gt_folio(op, HPAGE_PMD_ORDER);
+#else
+	gt_thp_page(op);
+#endif
 }
 
 /*
- * Another ftrace user on the allocator's entry that may change the
- * return address (as livepatch does), which a direct call cannot share
- * the function with: pagetrace's hook=auto must then fall back to
- * kprobes.  ipmodify_on and ipmodify_off hold and release it.
+ * Another ftrace user on the allocator's entry and free paths that may
+ * change the instruction pointer, as a live patch or a BPF fmod_ret
+ * program does: only one such user may hold a function, so a pagetrace
+ * session must neither need IPMODIFY there nor be refused next to it.
+ * ipmodify_on and ipmodify_off hold and release it.
  */
+#ifdef GT_HAVE_FTRACE_REGS
 static void gt_ipmodify_func(unsigned long ip, unsigned long parent_ip,
 			     struct ftrace_ops *op, struct ftrace_regs *fregs)
+#else
+static void gt_ipmodify_func(unsigned long ip, unsigned long parent_ip,
+			     struct ftrace_ops *op, struct pt_regs *regs)
+#endif
 {
 }
 
@@ -460,25 +630,63 @@ static struct ftrace_ops gt_ipmodify_ops = {
 
 static bool gt_ipmodify_held;
 
+/*
+ * The allocator's entry, by kernel: we hold every one of these that this
+ * kernel has (with an ftrace call site), so as to hold whichever pagetrace
+ * hooks.  From 6.14 __alloc_pages_noprof() is a wrapper around
+ * __alloc_frozen_pages_noprof(), which alloc_pages() calls directly.
+ */
+static const char *const gt_alloc_entries[] = {
+	"__alloc_frozen_pages_noprof",	/* 6.14 */
+	"__alloc_pages_noprof",		/* 6.10 */
+	"__alloc_pages",		/* 5.13 */
+	"__alloc_pages_nodemask",	/* before 5.13 */
+};
+
+/*
+ * The free paths a live patch on the allocator may hold too: those
+ * pagetrace's kprobe backend probes on some kernel (module/hooks.c).
+ */
+static const char *const gt_free_funcs[] = {
+	"free_pcp_prepare", "__free_pages_ok", "free_unref_page",
+	"free_unref_folios", "__free_frozen_pages", "free_frozen_pages",
+};
+
+/* Add @name to the ops' filter: whether this kernel has it in ftrace. */
+static bool gt_ipmodify_add(const char *name, bool first)
+{
+	/* Fails, and changes nothing, where there is no such function. */
+	return !ftrace_set_filter(&gt_ipmodify_ops, (unsigned char *)name,
+				  strlen(name), first);
+}
+
 static void gt_ipmodify_on(const char *op)
 {
-	static const char *const names[] = { "__alloc_pages_noprof", "__alloc_pages" };
+	char held[256];
+	size_t len = 0;
 	unsigned int i;
-	int ret = -ENOENT;
+	int ret;
 
 	if (gt_ipmodify_held)
 		return gt_skip(op, "already held");
-	for (i = 0; i < ARRAY_SIZE(names) && ret; i++)
-		ret = ftrace_set_filter(&gt_ipmodify_ops, (unsigned char *)names[i],
-					strlen(names[i]), 1);
-	if (!ret)
-		ret = register_ftrace_function(&gt_ipmodify_ops);
+	held[0] = '\0';
+	for (i = 0; i < ARRAY_SIZE(gt_alloc_entries); i++)
+		if (gt_ipmodify_add(gt_alloc_entries[i], !len))
+			len += scnprintf(held + len, sizeof(held) - len, " %s",
+					 gt_alloc_entries[i]);
+	if (!len)
+		return gt_skip(op, "none of the allocator's entry points is in ftrace here");
+	for (i = 0; i < ARRAY_SIZE(gt_free_funcs); i++)
+		if (gt_ipmodify_add(gt_free_funcs[i], false))
+			len += scnprintf(held + len, sizeof(held) - len, " %s",
+					 gt_free_funcs[i]);
+	ret = register_ftrace_function(&gt_ipmodify_ops);
 	if (ret) {
 		gt_line("%s error %d\n", op, ret);
 		return;
 	}
 	gt_ipmodify_held = true;
-	gt_line("%s held %s\n", op, names[i - 1]);
+	gt_line("%s held%s\n", op, held);
 }
 
 static void gt_ipmodify_off(const char *op)
@@ -592,6 +800,8 @@ static void __exit gt_exit(void)
 	debugfs_remove_recursive(gt_dir);
 	if (gt_ipmodify_held)
 		unregister_ftrace_function(&gt_ipmodify_ops);
+	if (gt_vm_probed)
+		tracepoint_synchronize_unregister();
 	kfree(gt_report);
 }
 

@@ -397,12 +397,53 @@ static void print_ranges(const uint64_t *words, unsigned int n)
 }
 
 /* Sampled stacks and the filter: so that nobody takes a part for the whole. */
+/*
+ * What the module could not hook on the kernel that made the trace
+ * (loaded with partial=1): the trace is incomplete in these.
+ */
+static void print_uncovered(const struct pt_reader *r, bool json)
+{
+	static const struct {
+		uint32_t	bit;
+		const char	*key;
+		const char	*text;
+	} kinds[] = {
+		{ PAGETRACE_UNCOVERED_ALLOC, "alloc", "page allocations" },
+		{ PAGETRACE_UNCOVERED_FREE, "free", "page frees" },
+		{ PAGETRACE_UNCOVERED_BULK, "bulk", "bulk allocations" },
+		{ PAGETRACE_UNCOVERED_COMPACT, "compaction",
+		  "compaction's and alloc_contig_range()'s pages" },
+		{ PAGETRACE_UNCOVERED_REQUIRED, "required", "the require= test function" },
+	};
+	const struct pt_session *ses = pt_reader_session(r);
+	uint32_t u = ses ? ses->uncovered : 0;
+	const char *sep = "";
+
+	if (json)
+		printf(", \"uncovered\": [");
+	else if (u)
+		printf("NOT RECORDED:    ");
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (!(u & kinds[i].bit))
+			continue;
+		printf("%s%s", sep, json ? "\"" : "");
+		printf("%s%s", json ? kinds[i].key : kinds[i].text, json ? "\"" : "");
+		sep = ", ";
+	}
+	if (json)
+		printf("]");
+	else if (u)
+		printf(" (the module was loaded with partial=1 on a kernel where it cannot hook them): not a complete trace\n");
+}
+
 static void print_stacks_filter(const struct pt_reader *r, bool json)
 {
 	const struct pagetrace_rec_stacks *st = pt_reader_stacks(r);
 	const struct pagetrace_rec_filter *f = pt_reader_filter(r);
 	const struct pt_reader_counters *c = pt_reader_counters(r);
 	const char *sep = "";
+
+	print_uncovered(r, json);
 
 	if (st && json)
 		printf(", \"stacks\": {\"rate\": %u, \"samples\": %" PRIu64

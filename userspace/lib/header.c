@@ -236,6 +236,7 @@ static int parse_records(struct pt_reader *r, const unsigned char *p, size_t len
 			r->session.backend = pt_load32(pl + 4);
 			r->session.flush_ms = pt_load32(pl + 8);
 			r->session.clock_error_ns = pt_load32(pl + 12);
+			r->session.uncovered = pt_load32(pl + 16);
 			r->has_session = true;
 			break;
 		case PAGETRACE_REC_STACKS: {

@@ -152,6 +152,7 @@ struct pt_session {
 	uint32_t	backend;
 	uint32_t	flush_ms;
 	uint32_t	clock_error_ns;	/* TSC clock: its bound off local_clock() */
+	uint32_t	uncovered;	/* PAGETRACE_UNCOVERED_*: not in this trace */
 };
 
 struct pt_reader;
