@@ -259,15 +259,19 @@ static int pt_bench_empty(struct kprobe *p, struct pt_regs *regs)
 
 /*
  * The kprobe backend's allocation and free hooks (module/hooks.c), per
- * kernel: 6.1's, then 6.12's.  The first set that attaches whole is used.
- * Not a union of the two: 6.1 has a free_unref_page() too, which calls
- * free_pcp_prepare(), so it would count two hits per free.
+ * generation of the allocator: 7.x's, 6.12's, 6.1's, 5.10's.  The first
+ * set that attaches whole is used.  Not a union: 6.1 has a
+ * free_unref_page() too, which calls free_pcp_prepare(), so it would
+ * count two hits per free.
  */
 #define PT_BENCH_MAX_KPS	4
 static const char * const pt_bench_syms[][PT_BENCH_MAX_KPS] = {
-	{ "__alloc_pages", "free_pcp_prepare", "__free_pages_ok" },
+	{ "__alloc_frozen_pages_noprof", "__free_frozen_pages",
+	  "__free_pages_ok", "free_unref_folios" },
 	{ "__alloc_pages_noprof", "free_unref_page", "__free_pages_ok",
 	  "free_unref_folios" },
+	{ "__alloc_pages", "free_pcp_prepare", "__free_pages_ok" },
+	{ "__alloc_pages_nodemask", "free_pcp_prepare", "__free_pages_ok" },
 };
 
 static struct kprobe pt_bench_kps[PT_BENCH_MAX_KPS];

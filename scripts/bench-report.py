@@ -19,7 +19,7 @@ import shlex
 import statistics
 import sys
 
-ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "pt-fentry", "pt-local",
+ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "pt-local",
          "pt-notasks", "pt-stacks", "pt-filter", "kprobe-empty", "trace-cmd",
          "ftrace-raw", "perf", "bpftrace"]
 PEERS = ["trace-cmd", "ftrace-raw", "perf", "bpftrace"]
@@ -77,7 +77,7 @@ def summarize(runs):
             epo, epo_from = 2.0, "pt_bench (an alloc and a free)"
         else:
             epo, epo_from = None, None
-            for c in ("pt-kprobe", "pt-tracepoint", "pt-fentry"):
+            for c in ("pt-kprobe", "pt-tracepoint"):
                 s = stats([num(r.get("events")) / num(r["ops"]) for r in by[c]
                            if num(r.get("events")) and num(r.get("ops"))])
                 if s:
@@ -184,15 +184,14 @@ def markdown(summary, unavailable, meta):
     # The issue's goals, one line per workload.
     L += ["## Goals", "",
           "| workload | kprobe ×trace-cmd | kprobe ×ftrace-raw "
-          "| empty kprobes ×ftrace-raw | fentry ×trace-cmd "
-          "| fentry ×ftrace-raw | tracepoint ×trace-cmd "
+          "| empty kprobes ×ftrace-raw | tracepoint ×trace-cmd "
           "| tracepoint ×ftrace-raw | pagetrace B/event | B/event, tasks=0 "
           "| pagetrace lost | loaded − none ns/op |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for w, ws in summary.items():
         cs = ws["contenders"]
         g = lambda c, p: f"{cs[c]['ratio'][p]:.2f}" if c in cs and p in cs[c]["ratio"] else "–"
-        pts = ("pt-kprobe", "pt-fentry", "pt-tracepoint")
+        pts = ("pt-kprobe", "pt-tracepoint")
         bpe = [cs[c]["bytes_per_event"]["median"] for c in pts
                if c in cs and cs[c].get("bytes_per_event")]
         lost = [cs[c]["lost"]["total"] for c in pts if c in cs and "lost" in cs[c]]
@@ -202,11 +201,10 @@ def markdown(summary, unavailable, meta):
               if "loaded" in cs and "none" in cs else "–")
         L.append(f"| {w} | {g('pt-kprobe', 'trace-cmd')} | {g('pt-kprobe', 'ftrace-raw')} | "
                  f"{g('kprobe-empty', 'ftrace-raw')} | "
-                 f"{g('pt-fentry', 'trace-cmd')} | {g('pt-fentry', 'ftrace-raw')} | "
                  f"{g('pt-tracepoint', 'trace-cmd')} | {g('pt-tracepoint', 'ftrace-raw')} | "
                  f"{'/'.join(f'{b:.2f}' for b in bpe) or '–'} | {nt} | "
                  f"{'/'.join(f'{x:.0f}' for x in lost) or '–'} | {ld} |")
-    L += ["", "Goals (the issue): kprobe ≤ 0.3× (function hooks: hook=kprobe or hook=fentry) "
+    L += ["", "Goals (the issue): kprobe ≤ 0.3× (hook=kprobe) "
           "and tracepoint ≤ 0.2× ftrace's added ns/event; "
           "≤ 8.3 B/event; 0 lost; no cost when loaded without a session.  Empty kprobes: "
           "pt_bench's kprobes with empty handlers where the kprobe backend hooks, "

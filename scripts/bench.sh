@@ -19,16 +19,16 @@
 #               read       page-cache reads from ext4 after
 #                          fadvise(DONTNEED) (op = a page)
 #   contenders  none, loaded (pagetrace.ko, no session), pt-kprobe,
-#               pt-tracepoint and pt-fentry (pagetrace record,
-#               hook=kprobe|tracepoint|fentry),
-#               pt-local (fentry with clock=local: local_clock() where
-#               clock=auto would read the TSC),
-#               pt-notasks (fentry with tasks=0: no task records or names),
+#               pt-tracepoint (pagetrace record, hook=kprobe|tracepoint),
+#               pt-local (the default hook with clock=local: local_clock()
+#               where clock=auto would read the TSC),
+#               pt-notasks (the default hook with tasks=0: no task records
+#               or names),
 #               kprobe-empty (empty kprobes where the kprobe backend
 #               hooks, from pt_bench.ko: the kprobe core's own cost),
-#               pt-stacks (kprobes, a call stack every 128 pages:
-#               stack_rate=128), pt-filter (kprobes, a node filter that
-#               keeps every event: filter_nodes=0),
+#               pt-stacks (the default hook, a call stack every 128
+#               pages: stack_rate=128), pt-filter (the default hook, a node
+#               filter that keeps every event: filter_nodes=0),
 #               trace-cmd (record -e kmem:mm_page_alloc -e kmem:mm_page_free),
 #               ftrace-raw (one cat per CPU of per_cpu/cpuN/trace_pipe_raw),
 #               perf (record -a -e the same two), bpftrace (counting them)
@@ -73,7 +73,7 @@ else
 fi
 MEM=${BENCH_MEM:-3072}
 WORKLOADS=${BENCH_WORKLOADS:-k0 k3 mmap fork read}
-CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-fentry pt-local pt-notasks pt-stacks pt-filter kprobe-empty trace-cmd ftrace-raw perf bpftrace}
+CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-local pt-notasks pt-stacks pt-filter kprobe-empty trace-cmd ftrace-raw perf bpftrace}
 
 if [ "$(id -u)" = 0 ]; then
 	# shellcheck disable=SC2086 # a list
