@@ -16,7 +16,9 @@
 #
 # Used by scripts/check.sh (and handy by hand):
 # make ksrc         extract kselftest_harness.h and checkpatch.pl into build/ksrc
-# make kbuild       pagetrace.ko and pagetrace_gt.ko for KVER, in build/KVER/
+# make kbuild       pagetrace.ko, pagetrace_gt.ko and pt_bench.ko (BENCH=0:
+#                   not that one) for KVER, in build/KVER/; all three are
+#                   attempted even if one fails
 # make static       the static pagetrace CLI, in build/static/userspace/
 # make selftests    the static selftests/*_test binaries
 #
@@ -37,13 +39,48 @@
 # make check-deb    make deb, then install both .debs in a debootstrap'd
 #                   bookworm chroot (build/chroot) and run pagetrace --version
 #
-# KVER defaults to the installed Debian 6.1 kernel, else the running one.
+# make check-matrix make check on every kernel flavour (MATRIX_KERNELS): the
+#                   host's and those of scripts/deps.sh's chroots (other
+#                   Debian suites, scripts/kernels.sh --list)
+#
+# KVER defaults to the release of KDIR if that is given, else to the
+# installed Debian 6.1 kernel, else the running one.  A KVER whose headers are
+# not on the host but in a chroot of scripts/deps.sh (bullseye, trixie, sid)
+# is built there, with that suite's compiler (KCHROOT, below).
 
+ifeq ($(origin KVER),undefined)
+ifdef KDIR
+# The build directory is named after the kernel it builds for: the release
+# modules get in their vermagic (Debian's include/config/kernel.release says
+# "6.1.192" for 6.1.0-56-amd64).
+KDIR_RELEASE	:= $(shell sed -n 's/.*UTS_RELEASE "\(.*\)".*/\1/p' \
+		     $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+ifneq ($(KDIR_RELEASE),)
+KVER		:= $(KDIR_RELEASE)
+endif
+endif
+endif
 KVER		?= $(shell scripts/kernels.sh 6.1 2>/dev/null || uname -r)
 KDIR		?= /lib/modules/$(KVER)/build
 KERNELS		?= 6.1 6.12 rt debug
 export KERNELS
+MATRIX_KERNELS	?= 5.10 5.10-rt 6.1 rt debug 6.12 trixie trixie-rt 7.3 7.3-rt sid
 BENCH_KERNELS	?= 6.1
+
+# A kernel of another Debian suite must be built by that suite's compiler
+# (the one the kernel was built with; the headers' tools are built for that
+# suite's libc too), so when KDIR is not on the host but in one
+# of scripts/deps.sh's chroots, the kernel's make, dkms and sparse run in
+# that chroot: KRUN prefixes them.  scripts/chroot-run.sh mounts this
+# checkout at the same path there, so M= and KDIR need no translation.
+ifeq ($(origin KCHROOT),undefined)
+KCHROOT		:= $(if $(wildcard $(KDIR)/Makefile),,$(shell scripts/kernels.sh --chroot-of $(KVER) 2>/dev/null))
+endif
+KRUN		= $(if $(KCHROOT),$(CURDIR)/scripts/chroot-run.sh $(KCHROOT))
+# BENCH=0: no pt_bench.ko (check.sh's choice for chroot kernels: `make
+# bench` runs on host kernels only, and pt_bench.c is not kept building on
+# others; on 5.10 it needs kthread_create_on_cpu, not exported there).
+BENCH		?= 1
 
 KSRC		:= $(CURDIR)/build/ksrc
 KSELFTEST_DIR	:= $(KSRC)/tools/testing/selftests
@@ -81,13 +118,16 @@ DEB_MIRROR	?= http://deb.debian.org/debian
 all: module userspace
 
 module:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	$(KRUN) $(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 userspace:
 	$(MAKE) -C userspace pagetrace lib/libpagetrace.a
 
 check:
 	@scripts/check.sh
+
+check-matrix:
+	@KERNELS="$(MATRIX_KERNELS)" scripts/check.sh
 
 check-debug:
 	@KERNELS=debug HOST_CHECKS=0 scripts/check.sh
@@ -104,7 +144,7 @@ bench:
 lint: ksrc
 	@rc=0; scripts/lint.sh checkpatch || rc=1; \
 	$(MAKE) --no-print-directory kbuild >/dev/null || rc=1; \
-	scripts/lint.sh sparse $(BDIR) $(KDIR) || rc=1; \
+	$(KRUN) scripts/lint.sh sparse $(BDIR) $(KDIR) || rc=1; \
 	exit $$rc
 
 ksrc: $(addprefix $(KSRC)/,$(KSRC_FILES))
@@ -117,21 +157,28 @@ $(addprefix $(KSRC)/,$(KSRC_FILES)) &: $(KSRC_TAR)
 
 # Kbuild writes objects next to the sources, so each kernel gets its own copy
 # of the module tree (same layout, so relative includes keep working).  Only
-# changed files are copied, keeping rebuilds incremental.
+# changed files are copied, keeping rebuilds incremental.  Each module is
+# built even if an earlier one failed, so that one run shows all the errors
+# (porting to a new kernel); the target fails if any did.  With BENCH=0 a
+# bench/ staged before is removed, as lint.sh's sparse would check it.
+BENCH_FILES	= $(if $(filter 0,$(BENCH)),,$(wildcard bench/Kbuild))
 STAGE_FILES	= Kbuild $(wildcard module/*.[ch] uapi/linux/*.h \
-		  selftests/gt_module/Kbuild selftests/gt_module/*.[ch] \
-		  bench/Kbuild bench/pt_bench.c)
+		  selftests/gt_module/Kbuild selftests/gt_module/*.[ch]) \
+		  $(if $(BENCH_FILES),$(wildcard bench/Kbuild bench/pt_bench.c))
+KBUILD_DIRS	= $(BDIR) $(if $(wildcard selftests/gt_module/Kbuild),\
+		  $(BDIR)/selftests/gt_module) $(if $(BENCH_FILES),$(BDIR)/bench)
 
 kbuild:
 	@set -e; for f in $(STAGE_FILES); do \
 		mkdir -p $(BDIR)/$$(dirname $$f); \
 		cmp -s $$f $(BDIR)/$$f || cp -p $$f $(BDIR)/$$f; \
 	done
-	$(MAKE) -C $(KDIR) M=$(BDIR) modules
-	$(if $(wildcard selftests/gt_module/Kbuild),\
-		$(MAKE) -C $(KDIR) M=$(BDIR)/selftests/gt_module modules)
-	$(if $(wildcard bench/Kbuild),\
-		$(MAKE) -C $(KDIR) M=$(BDIR)/bench modules)
+	$(if $(BENCH_FILES),,rm -rf $(BDIR)/bench)
+	@rc=0; for m in $(KBUILD_DIRS); do \
+		$(if $(findstring s,$(firstword -$(MAKEFLAGS))),:,echo) \
+			"$(KRUN) $(MAKE) -C $(KDIR) M=$$m modules"; \
+		$(KRUN) $(MAKE) -C $(KDIR) M=$$m modules || rc=1; \
+	done; exit $$rc
 
 # A copy of userspace/, so the static build does not fight the host one.
 static:
@@ -191,17 +238,25 @@ dkms-remove:
 
 # dkms add + build in build/dkms/ (source, tree and signing key), leaving
 # the host's /usr/src and /var/lib/dkms alone; the module, decompressed,
-# is copied to build/dkms/KVER/pagetrace.ko.
+# is copied to build/dkms/KVER/pagetrace.ko.  For a kernel in a chroot
+# (KCHROOT), the chroot's dkms builds it.  dkms 3.2 (trixie, sid) looks
+# for the headers in --installtree/KVER/build, older ones in /lib/modules:
+# a link there finds KDIR for all (--kernelsourcedir would make bullseye's
+# dkms 2.8 "prepare" the headers: make mrproper, which breaks them).
 DKMS_PRIV	= dkms --sourcetree $(DKMS_DIR)/src --dkmstree $(DKMS_DIR)/tree \
 		  --installtree $(DKMS_DIR)/modules
 dkms-build:
-	rm -rf $(DKMS_DIR)/src/pagetrace-$(VERSION) $(DKMS_DIR)/$(KVER)
-	mkdir -p $(DKMS_DIR)/tree $(DKMS_DIR)/modules
+	@# Also the module built last time: bullseye's dkms 2.8 keeps it despite
+	@# --force ("already built").
+	rm -rf $(DKMS_DIR)/src/pagetrace-$(VERSION) $(DKMS_DIR)/$(KVER) \
+		$(DKMS_DIR)/tree/pagetrace/$(VERSION)/$(KVER)
+	mkdir -p $(DKMS_DIR)/tree $(DKMS_DIR)/modules/$(KVER)
+	ln -sfn $(KDIR) $(DKMS_DIR)/modules/$(KVER)/build
 	$(MAKE) --no-print-directory install-dkms-src DESTDIR= \
 		DKMS_SRCDIR=$(DKMS_DIR)/src/pagetrace-$(VERSION)
-	$(DKMS_PRIV) status -m pagetrace -v $(VERSION) | grep -q . || \
-		$(DKMS_PRIV) add -m pagetrace -v $(VERSION)
-	mok_signing_key=$(DKMS_DIR)/mok.key mok_certificate=$(DKMS_DIR)/mok.pub \
+	$(KRUN) $(DKMS_PRIV) status -m pagetrace -v $(VERSION) | grep -q . || \
+		$(KRUN) $(DKMS_PRIV) add -m pagetrace -v $(VERSION)
+	$(KRUN) env mok_signing_key=$(DKMS_DIR)/mok.key mok_certificate=$(DKMS_DIR)/mok.pub \
 		$(DKMS_PRIV) build -m pagetrace -v $(VERSION) -k $(KVER) --force
 	@set -e; ko=$$(ls $(DKMS_DIR)/tree/pagetrace/$(VERSION)/$(KVER)/*/module/pagetrace.ko*); \
 	mkdir -p $(DKMS_DIR)/$(KVER); \
@@ -240,7 +295,7 @@ clean:
 	rm -rf build/ksrc build/lint build/static build/check
 	rm -rf $(filter-out $(CURDIR)/build/vm,$(wildcard $(CURDIR)/build/*))
 
-.PHONY: all module userspace check bench lint ksrc kbuild static selftests clean \
+.PHONY: all module userspace check check-matrix check-debug stress bench lint ksrc kbuild static selftests clean \
 	install install-module install-tools uninstall uninstall-module \
 	uninstall-tools install-dkms-src dkms-install dkms-remove dkms-build \
 	deb check-deb

@@ -13,7 +13,13 @@
 #   5. per kernel flavour: build pagetrace.ko and pagetrace_gt.ko into
 #      build/RELEASE/, build pagetrace.ko again with DKMS (make dkms-build;
 #      the VM loads this one), boot it under QEMU (scripts/vm-run.sh) and
-#      run every selftests/*_test there, then check dmesg for splats
+#      run every selftests/*_test there, then check dmesg for splats.
+#      Flavours of other Debian suites (5.10, 5.10-rt, trixie, trixie-rt,
+#      7.3, 7.3-rt, sid; scripts/kernels.sh) live in chroots of
+#      scripts/deps.sh: the builds, dkms and sparse run there with the
+#      suite's compiler, the VM boots the chroot's kernel and modules, and
+#      pt_bench.ko is not built (`make bench` runs on host kernels only).
+#      `make check-matrix` runs every flavour.
 #   6. flavour "debug" (in the default KERNELS, last; alone with
 #      `make check-debug`): the 6.1 debug kernel of scripts/debug-kernel.sh
 #      (KASAN, lockdep, PROVE_RCU, DEBUG_ATOMIC_SLEEP, DEBUG_LIST; built
@@ -26,7 +32,10 @@
 # too.  The last line is the summary, "N passed, N failed[, N skipped]"; the
 # exit status is non-zero iff something failed or nothing ran.
 #
-# Environment: KERNELS (default "6.1 6.12 rt debug"), HOST_CHECKS (default 1; 0 skips steps 2-4, as `make check-debug`
+# Environment: KERNELS (default "6.1 6.12 rt debug"; any flavour of
+# scripts/kernels.sh --list, and debug), PT_CHROOT_CACHE (where the chroots
+# of the other suites are, default /var/cache/pagetrace/chroots),
+# HOST_CHECKS (default 1; 0 skips steps 2-4, as `make check-debug`
 # does), TEST_TIMEOUT (seconds per test binary in the VM, default 300),
 # VM_TIMEOUT (per kernel, default 900), SELFTESTS (only these selftests,
 # e.g. "pagetrace_stacks_test pagetrace_filter_test"; default all).  The
@@ -297,9 +306,11 @@ check_debug() {
 # two it finds the vCPUs' TSCs unsynchronised): the tests of the event
 # clock, so that clock=auto's TSC path runs against local_clock() windows
 # (module/clock.c; with two vCPUs it is local_clock() itself).
+# check_one_cpu RELEASE KO VM-KERNEL-ARGS...
 check_one_cpu() {
 	local rel=$1 ko=$2 P="[$1 1cpu]" S=$ROOT/build/$1/share-1cpu f t
 	local all=("${TESTS[@]}")
+	shift 2
 	TESTS=()
 	for t in pagetrace_clock_test pagetrace_gt_test; do
 		[[ " ${all[*]} " == *" $t "* ]] && TESTS+=("$t")
@@ -313,9 +324,26 @@ check_one_cpu() {
 		for t in "${TESTS[@]}"; do cp "selftests/$t" "$S/tests/"; done
 		write_run_sh >"$S/run.sh"
 		say "booting $rel under QEMU with one vCPU (console: ${S#"$ROOT"/}/console.log)"
-		run_vm "$P" "$S" --kernel "$rel" --cpus 1
+		run_vm "$P" "$S" "$@" --cpus 1
 	fi
 	TESTS=("${all[@]}")
+}
+
+# sparse_unusable RELEASE [KRUN...]: print why sparse cannot check
+# modules for RELEASE (status 0), if so.  Since 7.0 Kbuild runs sparse only
+# if the kernel's scripts/checker-valid.sh accepts it, and quietly checks
+# nothing otherwise; Debian's headers do not ship that script (nor would
+# trixie's sparse 0.6.4, which knows no __typeof_unqual__, pass it).
+sparse_unusable() {
+	local rel=$1
+	shift
+	# shellcheck disable=SC2016 # for the inner shell
+	"$@" sh -c '
+		mk=$(sed -n "s/^include //p" "$1/Makefile" | head -n 1)
+		mk=${mk:-$1/Makefile}
+		grep -qs checker-valid.sh "$mk" && [ ! -e "${mk%/*}/scripts/checker-valid.sh" ] &&
+			echo "the headers lack scripts/checker-valid.sh, without which Kbuild skips sparse"
+		' sh "/lib/modules/$rel/build" | grep .
 }
 
 for flavour in $KERNELS; do
@@ -330,9 +358,30 @@ for flavour in $KERNELS; do
 	fi
 	P="[$rel]"
 	B=$ROOT/build/$rel
-	say "kernel $rel"
-	step "$P" "kbuild-$rel" make -j"$(nproc)" kbuild KVER="$rel"
-	scripts/lint.sh sparse "$B" "/lib/modules/$rel/build" >"$OUT/sparse-$rel.log" 2>&1
+	# A kernel of another suite: built in its chroot (the Makefile finds
+	# it), booted from there.
+	C=$(scripts/kernels.sh --chroot "$flavour")
+	vm_kernel=(--kernel "$rel")
+	kbuild_args=()
+	krun=() # runs a command where the kernel's headers are
+	if [ -n "$C" ]; then
+		say "kernel $rel (chroot ${C})"
+		echo "$P # built in $C by $(scripts/chroot-run.sh "$C" gcc --version | head -n 1)"
+		echo "$P # pt_bench.ko not built: make bench runs on host kernels only"
+		vm_kernel+=(--kernel-image "$C/boot/vmlinuz-$rel" --modules-dir "$C/lib/modules/$rel")
+		kbuild_args=(BENCH=0)
+		krun=(scripts/chroot-run.sh "$C")
+	else
+		say "kernel $rel"
+	fi
+	step "$P" "kbuild-$rel" make -j"$(nproc)" kbuild KVER="$rel" "${kbuild_args[@]}"
+	# The same KDIR path inside a chroot (chroot-run.sh mounts the checkout
+	# at its own path).
+	if why=$(sparse_unusable "$rel" "${krun[@]}"); then
+		printf 'TAP version 13\n1..1\nok 1 sparse # SKIP %s\n' "$why" >"$OUT/sparse-$rel.log"
+	else
+		"${krun[@]}" scripts/lint.sh sparse "$B" "/lib/modules/$rel/build" >"$OUT/sparse-$rel.log" 2>&1
+	fi
 	emit "$P" sparse 0 <"$OUT/sparse-$rel.log"
 
 	# The VM loads the module DKMS built (dkms.conf, as users get it), not
@@ -350,43 +399,20 @@ for flavour in $KERNELS; do
 	write_run_sh >"$S/run.sh"
 
 	say "booting $rel under QEMU (console: ${S#"$ROOT"/}/console.log)"
-	t0=$SECONDS
-	vm_rc=0
 	# Two NUMA nodes, so that pages can migrate between them; trace-cmd
-	# for the cross-check against ftrace.
+	# for the cross-check against ftrace.  run_vm: missing results mean
+	# the VM never got there, and no output is a failure.
 	vm_bins=()
 	tc=$(command -v trace-cmd || true)
 	[ -n "$tc" ] && vm_bins=(--bin "$tc")
-	scripts/vm-run.sh --kernel "$rel" --share "$S" --timeout "$VM_TIMEOUT" \
-		--numa 2 "${vm_bins[@]}" >"$B/vm-run.log" 2>&1 || vm_rc=$?
-	echo "$P # VM finished in $((SECONDS - t0))s, status $vm_rc"
-	if [ "$vm_rc" != 0 ]; then
-		case $vm_rc in
-		124) why="timed out after ${VM_TIMEOUT}s" ;;
-		125) why="did not finish: kernel panic or boot failure" ;;
-		*)   why="exited with status $vm_rc" ;;
-		esac
-		tail -n 30 "$B/vm-run.log" | sed "s|^|$P # |" # the console, then vm-run
-		echo "$P not ok 1 vm: $why (console: ${S#"$ROOT"/}/console.log)" | tee -a "$LOG"
-	fi
-
-	# Missing files mean the VM never got there: no output is a failure.
+	run_vm "$P" "$S" "${vm_kernel[@]}" --numa 2 "${vm_bins[@]}"
 	R=$S/results
-	[ -f "$R/vm.ktap" ] || : >"$R/vm.ktap"
-	emit "$P" vm 0 <"$R/vm.ktap"
-	test_times "$P" "$R"
-	for t in "${TESTS[@]}"; do
-		echo "$P # $t"
-		[ -f "$R/$t.ktap" ] || : >"$R/$t.ktap"
-		rc=$(cat "$R/$t.rc" 2>/dev/null)
-		emit "$P" "$t" "${rc:--}" <"$R/$t.ktap"
-	done
 	# The profile pagetrace_pprof_test made of a real trace, in real Go.
 	if [[ " ${TESTS[*]} " == *" pagetrace_pprof_test "* ]]; then
 		scripts/check-pprof.sh "$R/stacks.pb.gz" >"$OUT/pprof-$rel.log" 2>&1
 		emit "$P" pprof-go 0 <"$OUT/pprof-$rel.log"
 	fi
-	check_one_cpu "$rel" "$dkms_ko"
+	check_one_cpu "$rel" "$dkms_ko" "${vm_kernel[@]}"
 done
 
 echo "# total time $((SECONDS - START))s; logs in ${OUT#"$ROOT"/}/ and build/RELEASE/share/"

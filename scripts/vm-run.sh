@@ -1,7 +1,8 @@
 #!/bin/bash
-# Boot a host-installed Debian kernel under QEMU (TCG) with a tiny busybox
-# initramfs, share a host directory into the guest over 9p, run the caller's
-# DIR/run.sh as root inside the guest and exit with its exit status.
+# Boot a Debian kernel (the host's, or one in a chroot of scripts/deps.sh)
+# under QEMU (TCG) with a tiny busybox initramfs, share a host directory into
+# the guest over 9p, run the caller's DIR/run.sh as root inside the guest and
+# exit with its exit status.
 #
 # Usage:
 #   scripts/vm-run.sh --kernel RELEASE --share DIR [--timeout SECONDS] [--mem MB]
@@ -14,7 +15,10 @@
 # debug kernel of scripts/debug-kernel.sh); --modules-dir DIR takes the
 # modules from DIR, and "none" packs no module at all (9p, virtio, loop and
 # ext4 must then be built in).  With --kernel-image, --kernel only names the
-# initramfs cache (default: debug).
+# initramfs cache (default: debug).  A kernel of a chroot flavour
+# (scripts/kernels.sh --chroot FLAVOUR gives CHROOT) boots with
+# --kernel RELEASE --kernel-image CHROOT/boot/vmlinuz-RELEASE
+# --modules-dir CHROOT/lib/modules/RELEASE.
 #
 # Exit status: the guest script's status; 124 on timeout; 125 if the guest
 # never wrote DIR/.exit-status (kernel panic, 9p failure, ...); 2 on usage error.
@@ -60,7 +64,7 @@ while [ $# -gt 0 ]; do
 	--append)  APPEND=${2?}; shift 2 ;;
 	--kernel-image) KERNEL_IMAGE=$(realpath "${2:?}"); shift 2 ;;
 	--modules-dir)  MODULES_DIR=${2:?}; shift 2 ;;
-	-h|--help) sed -n '2,21p' "$SELF"; exit 0 ;;
+	-h|--help) sed -n '2,26p' "$SELF"; exit 0 ;;
 	*) die "unknown argument: $1" ;;
 	esac
 done
@@ -79,8 +83,11 @@ for b in "${BINS[@]}"; do [ -x "$b" ] || die "--bin $b is not an executable file
 # the 9p filesystem.  Also loop and ext4, so that tests can put a real
 # filesystem (one whose page cache reclaim can drop) on a loop device; ext4
 # asks the crypto API for crc32c at mount time, which modules.dep cannot tell.
+# "A|B": the first of A, B that the kernel has (in the 7.x kernels of
+# trixie-backports and sid, ext4 calls the crc32c library instead and the
+# crypto API's crc32c module is crc32c-cryptoapi; packed all the same).
 # Their dependencies are resolved below.
-WANT_MODULES=(virtio_pci 9pnet_virtio 9p loop ext4 crc32c_generic)
+WANT_MODULES=(virtio_pci 9pnet_virtio 9p loop ext4 "crc32c_generic|crc32c_cryptoapi")
 
 # ---------------------------------------------------------------- initramfs
 
@@ -88,7 +95,17 @@ WANT_MODULES=(virtio_pci 9pnet_virtio 9p loop ext4 crc32c_generic)
 # first (depth-first), skipping modules built into the kernel.
 declare -A SEEN=()
 resolve_module() {
-	local name=$1 line path dep
+	local name=$1 line path dep alt
+	if [[ "$name" == *"|"* ]]; then
+		for alt in ${name//|/ }; do
+			if grep -qE "(^|/)${alt//[-_]/[-_]}\.ko(\.xz|\.zst|\.gz)?:" "$MODDIR/modules.dep" ||
+			   grep -qE "/${alt//[-_]/[-_]}\.ko$" "$MODDIR/modules.builtin" 2>/dev/null; then
+				resolve_module "$alt"
+				return
+			fi
+		done
+		echo "vm-run: none of the modules $name found for $KERNEL" >&2; return 1
+	fi
 	# modules.dep uses the file name; '-' and '_' are interchangeable.
 	line=$(grep -E "(^|/)${name//[-_]/[-_]}\.ko(\.xz|\.zst|\.gz)?:" "$MODDIR/modules.dep" || true)
 	if [ -z "$line" ]; then
