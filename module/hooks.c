@@ -584,7 +584,6 @@ struct pt_hook {
 	u32			backends;
 	enum pt_kind		kind;
 	const char		*symbol;	/* function or tracepoint */
-	bool			breakpoint;	/* see PT_KP_BREAKPOINT */
 	bool			off_hot_path;	/* see pt_off_hot_path() */
 	kprobe_pre_handler_t	pre;		/* PT_KPROBE */
 	kretprobe_handler_t	entry;		/* PT_KRETPROBE */
@@ -598,20 +597,6 @@ struct pt_hook {
 	{ role, 0, PT_ON_TP, PT_TRACEPOINT, sym, .tp_probe = probe }
 #define PT_KP(role, alt, on, sym, handler)				\
 	{ role, alt, on, PT_KPROBE, sym, .pre = handler }
-/*
- * A kprobe on a function without an ftrace site (an "inline" one: the
- * kernel's inline implies notrace) is a breakpoint, which the kprobe core
- * would turn into a jump ("optimized") a moment later.  Removing a
- * jump-optimized probe waits for an RCU-tasks grace period, which a task
- * busy in the kernel on a PREEMPT_RT CPU can hold off for minutes: the
- * session stop hung (seen on 6.1-rt under munmap churn).  A post handler
- * is what keeps the kprobe core from optimizing a probe, so these get an
- * empty one; they sit on rare paths (compaction), where a breakpoint's
- * cost does not show.
- */
-#define PT_KP_BREAKPOINT(role, alt, sym, handler)			\
-	{ role, alt, PT_ON_ALL, PT_KPROBE, sym, .breakpoint = true,	\
-	  .off_hot_path = true, .pre = handler }
 #define PT_ALLOC(alt, sym)						\
 	{ PT_ROLE_ALLOC, alt, PT_ON_KPROBE, PT_KRETPROBE, sym,		\
 	  .entry = pt_alloc_entry, .ret = pt_alloc_return,		\
@@ -658,7 +643,9 @@ static const struct pt_hook pt_hook_table[] = {
 #endif
 
 	PT_KP(PT_ROLE_COMPACT, 0, PT_ON_ALL, "split_map_pages", pt_split_map_pages),
-	PT_KP_BREAKPOINT(PT_ROLE_COMPACT, 1, "post_alloc_hook", pt_compact_alloc),
+	/* Checked off the allocator's fast path at load: pt_off_hot_path(). */
+	{ PT_ROLE_COMPACT, 1, PT_ON_ALL, PT_KPROBE, "post_alloc_hook",
+	  .off_hot_path = true, .pre = pt_compact_alloc },
 	PT_CONTIG(1),
 #ifdef PT_HAVE_COMPACT_TARGETS
 	{ PT_ROLE_COMPACT, 2, PT_ON_ALL, PT_KRETPROBE, "compaction_alloc",
@@ -692,8 +679,16 @@ static int pt_nop(struct kprobe *p, struct pt_regs *regs)
 }
 
 /*
- * An empty post handler keeps the kprobe core from jump-optimizing a
- * kprobe (PT_KP_BREAKPOINT).
+ * A kprobe on a function without an ftrace site (an "inline" one: the
+ * kernel's inline implies notrace) is a breakpoint, which the kprobe core
+ * would turn into a jump ("optimized") a moment later.  Removing a
+ * jump-optimized probe waits for an RCU-tasks grace period, which a task
+ * busy in the kernel on a PREEMPT_RT CPU can hold off for minutes: the
+ * session stop hung (seen on 6.1-rt under munmap churn).  A post handler
+ * is what keeps the kprobe core from optimizing a probe, so breakpoints
+ * get this empty one (never a probe on an ftrace site: there a post
+ * handler would take the function's IPMODIFY, which a live patch needs).
+ * pt_exists() learns which probes are breakpoints.
  */
 static void pt_kprobe_no_post(struct kprobe *p, struct pt_regs *regs,
 			      unsigned long flags)
@@ -703,7 +698,7 @@ static void pt_kprobe_no_post(struct kprobe *p, struct pt_regs *regs,
 /* The entry for require=, filled in at load and at session start. */
 static char pt_required_sym[KSYM_NAME_LEN];
 static struct pt_hook pt_required_hook = {
-	.backends = PT_ON_ALL, .kind = PT_KPROBE, .breakpoint = true,
+	.backends = PT_ON_ALL, .kind = PT_KPROBE,
 	.pre = pt_nop,
 };
 
@@ -711,13 +706,17 @@ static struct pt_hook pt_required_hook = {
  * The hooks chosen at load for each backend (pt_hooks_init()); NULL ends
  * a list.  Read-only afterwards.
  */
-static const struct pt_hook *pt_chosen[PAGETRACE_BACKEND_TRACEPOINT + 1][PT_MAX_HOOKS];
+static struct pt_choice {
+	const struct pt_hook	*hook;
+	bool			int3;	/* a kprobe not on an ftrace site */
+} pt_chosen[PAGETRACE_BACKEND_TRACEPOINT + 1][PT_MAX_HOOKS];
 /* The roles this kernel needs that a backend cannot cover: role bits. */
 static u32 pt_uncovered[PAGETRACE_BACKEND_TRACEPOINT + 1];
 
 /* The probes of one session, registered at its start. */
 static struct pt_probe {
 	const struct pt_hook	*hook;
+	bool			int3;	/* see pt_kprobe_no_post() */
 	struct kprobe		kp;
 	struct kretprobe	rp;
 	struct tracepoint	*tp;
@@ -750,9 +749,9 @@ static struct tracepoint *pt_tp_find(const char *name)
 /*
  * Whether @h can be attached here, without attaching it: a tracepoint is
  * looked up; a function gets a disabled kprobe, which checks the symbol
- * and that the kprobe core may probe it, and patches nothing.  Its
- * unregistration waits for a grace period: @kps collects them, for one
- * wait in pt_exists_end().
+ * and that the kprobe core may probe it, and patches nothing; its flags
+ * then say whether it sits on an ftrace site.  Its unregistration waits
+ * for a grace period, so the caller unregisters them in batches.
  */
 static int pt_exists(const struct pt_hook *h, struct kprobe *kp)
 {
@@ -806,7 +805,7 @@ static int pt_off_hot_path(const struct pt_hook *h)
  * right for the build.  A set that misses one of these frees, or sees it
  * twice, is not used.
  */
-static int pt_free_check(const struct pt_hook **hooks, unsigned int n)
+static int pt_free_check(const struct pt_choice *hooks, unsigned int n)
 {
 	static const unsigned int orders[] = { 0, 3, PAGE_ALLOC_COSTLY_ORDER + 1 };
 	static struct kprobe kp[PT_MAX_HOOKS];
@@ -815,8 +814,10 @@ static int pt_free_check(const struct pt_hook **hooks, unsigned int n)
 	int ret = 0, seen;
 
 	for (i = 0; i < n; i++) {
-		kp[nk] = (struct kprobe){ .symbol_name = hooks[i]->symbol,
-					  .pre_handler = hooks[i]->pre };
+		kp[nk] = (struct kprobe){ .symbol_name = hooks[i].hook->symbol,
+					  .pre_handler = hooks[i].hook->pre };
+		if (hooks[i].int3)
+			kp[nk].post_handler = pt_kprobe_no_post;
 		kps[nk] = &kp[nk];
 		ret = register_kprobe(&kp[nk]);
 		if (ret)
@@ -842,7 +843,7 @@ static int pt_free_check(const struct pt_hook **hooks, unsigned int n)
 		if (seen != 1) {
 			pr_info("pagetrace: hook=kprobe: %s of an order-%u page seen %d times by the set with %s; not used\n",
 				put ? "put_page()" : "__free_pages()", order, seen,
-				hooks[0]->symbol);
+				hooks[0].hook->symbol);
 			ret = -EILSEQ;
 		}
 	}
@@ -864,7 +865,7 @@ static u32 pt_choose(unsigned int backend, bool asked)
 {
 	static struct kprobe probes[PT_MAX_HOOKS];
 	struct kprobe *kps[PT_MAX_HOOKS];
-	const struct pt_hook **out = pt_chosen[backend];
+	struct pt_choice *out = pt_chosen[backend];
 	unsigned int nout = 0, role, alt, i, nk;
 	u32 uncovered = 0;
 
@@ -886,11 +887,15 @@ static u32 pt_choose(unsigned int backend, bool asked)
 					ok = false;
 					continue;
 				}
+				out[nout].hook = h;
+				out[nout].int3 = false;
 				if (h->kind != PT_TRACEPOINT) {
+					out[nout].int3 = !(probes[nk].flags &
+							   KPROBE_FLAG_FTRACE);
 					kps[nk] = &probes[nk];
 					nk++;
 				}
-				out[nout++] = h;
+				nout++;
 			}
 			if (nk)
 				unregister_kprobes(kps, nk);
@@ -898,7 +903,8 @@ static u32 pt_choose(unsigned int backend, bool asked)
 				continue;	/* not built for these headers */
 			any = true;
 			for (i = first; ok && i < nout; i++)
-				if (out[i]->off_hot_path && pt_off_hot_path(out[i]))
+				if (out[i].hook->off_hot_path &&
+				    pt_off_hot_path(out[i].hook))
 					ok = false;
 			if (ok && role == PT_ROLE_FREE && backend == PAGETRACE_BACKEND_KPROBE)
 				ok = !pt_free_check(&out[first], nout - first);
@@ -919,7 +925,7 @@ static u32 pt_choose(unsigned int backend, bool asked)
 				pt_backend_names[backend], pt_role_events[role],
 				init_utsname()->release);
 	}
-	out[nout] = NULL;
+	out[nout].hook = NULL;
 	return uncovered;
 }
 
@@ -990,8 +996,8 @@ static int pt_probe_register(struct pt_probe *p)
 	case PT_KPROBE:
 		p->kp = (struct kprobe){ .symbol_name = h->symbol,
 					 .pre_handler = h->pre };
-		/* Never jump-optimized; see PT_KP_BREAKPOINT. */
-		if (h->breakpoint)
+		/* Never jump-optimized; see pt_kprobe_no_post(). */
+		if (p->int3)
 			p->kp.post_handler = pt_kprobe_no_post;
 		ret = register_kprobe(&p->kp);
 		break;
@@ -1083,7 +1089,7 @@ static void pt_probes_unregister(void)
 int pt_hooks_register(unsigned int *backend, u32 *uncovered)
 {
 	bool partial = READ_ONCE(pt_partial);
-	const struct pt_hook **chosen;
+	const struct pt_choice *chosen;
 	unsigned int i;
 	int ret;
 
@@ -1095,8 +1101,10 @@ int pt_hooks_register(unsigned int *backend, u32 *uncovered)
 		return -EOPNOTSUPP;
 	}
 	chosen = pt_chosen[*backend];
-	for (pt_nr_probes = 0; chosen[pt_nr_probes]; pt_nr_probes++)
-		pt_probes[pt_nr_probes].hook = chosen[pt_nr_probes];
+	for (pt_nr_probes = 0; chosen[pt_nr_probes].hook; pt_nr_probes++) {
+		pt_probes[pt_nr_probes].hook = chosen[pt_nr_probes].hook;
+		pt_probes[pt_nr_probes].int3 = chosen[pt_nr_probes].int3;
+	}
 	for (i = 0; i < pt_nr_probes; i++) {
 		ret = pt_probe_register(&pt_probes[i]);
 		if (ret)
@@ -1106,6 +1114,7 @@ int pt_hooks_register(unsigned int *backend, u32 *uncovered)
 		struct pt_probe *p = &pt_probes[pt_nr_probes];
 
 		p->hook = &pt_required_hook;
+		p->int3 = true;	/* any function; rarely on a hot path */
 		ret = pt_probe_register(p);
 		if (!ret)
 			pt_nr_probes++;
