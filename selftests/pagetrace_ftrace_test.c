@@ -28,9 +28,9 @@
  * counted: more likely on the slow KASAN/lockdep kernel) relax "equal" to
  * "no more": ftrace may then have more, as many as were counted at most.
  *
- * One more known difference, on PREEMPT_RT only: the free path is
- * preemptible between our probe at a function's entry and the tracepoint
- * inside it, so the two tracers may see one free on two CPUs.  Such an
+ * One more known difference, with hook=kprobe on PREEMPT_RT only: the
+ * free path is preemptible between our probe at a function's entry and the
+ * tracepoint inside it, so the two tracers may see one free on two CPUs.  Such an
  * event must then be in the other trace on another CPU.
  */
 #define _GNU_SOURCE

@@ -1050,9 +1050,11 @@ FIXTURE_TEARDOWN(rec)
 
 /*
  * Wait until a recorder's session has its probes attached, so that what we
- * allocate next is recorded: a session's probes include the reclaim scope
- * on shrink_folio_list whatever the backend.  (A fixed sleep is not enough
- * under emulation: session start walks all of memory for the snapshot.)
+ * allocate next is recorded: whatever the backend, a session's last probe
+ * is the kprobe on compaction (module/hooks.c attaches the roles in
+ * order), on split_map_pages, post_alloc_hook or compaction_alloc.  (A
+ * fixed sleep is not enough under emulation: session start walks all of
+ * memory for the snapshot.)
  */
 static bool wait_for_session(void)
 {
@@ -1066,7 +1068,9 @@ static bool wait_for_session(void)
 			close(fd);
 		if (n > 0) {
 			list[n] = '\0';
-			if (strstr(list, " shrink_folio_list+0x"))
+			if (strstr(list, " split_map_pages+0x") ||
+			    strstr(list, " post_alloc_hook+0x") ||
+			    strstr(list, " compaction_alloc+0x"))
 				return true;
 		}
 		usleep(20000);

@@ -396,7 +396,6 @@ static void print_ranges(const uint64_t *words, unsigned int n)
 		printf("none");
 }
 
-/* Sampled stacks and the filter: so that nobody takes a part for the whole. */
 /*
  * What the module could not hook on the kernel that made the trace
  * (loaded with partial=1): the trace is incomplete in these.
@@ -436,6 +435,10 @@ static void print_uncovered(const struct pt_reader *r, bool json)
 		printf(" (the module was loaded with partial=1 on a kernel where it cannot hook them): not a complete trace\n");
 }
 
+/*
+ * What the trace leaves out, the sampled stacks and the filter: so that
+ * nobody takes a part for the whole.
+ */
 static void print_stacks_filter(const struct pt_reader *r, bool json)
 {
 	const struct pagetrace_rec_stacks *st = pt_reader_stacks(r);
