@@ -30,11 +30,12 @@ out=$(HOME=$home "$GO" tool pprof -top -nodecount=1000 -sample_index=alloc_pages
 rc=$?
 bad=
 [ $rc = 0 ] || bad="go tool pprof exited with $rc"
-[ -z "$bad" ] && ! grep -q '__alloc_pages' <<<"$out" && bad="no __alloc_pages frame"
+# The allocator's entry: __alloc_pages*, or __alloc_frozen_pages* (7.x).
+[ -z "$bad" ] && ! grep -Eq '__alloc_(frozen_)?pages' <<<"$out" && bad="no __alloc_pages frame"
 [ -z "$bad" ] && ! grep -Eq ' 8pages +[0-9.]+% +gt_pages$' <<<"$out" &&
 	bad="gt_pages (pagetrace_gt) does not account for its 8 pages"
 [ -z "$bad" ] && ! grep -q 'Type: alloc_pages' <<<"$out" && bad="no alloc_pages sample type"
-grep -E 'Type:|Total|__alloc_pages|gt_pages' <<<"$out" | sed 's/^/# /'
+grep -E 'Type:|Total|__alloc_(frozen_)?pages|gt_pages' <<<"$out" | sed 's/^/# /'
 if [ -n "$bad" ]; then
 	echo "not ok 1 pprof-go: $bad"
 else

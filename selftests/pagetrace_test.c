@@ -477,23 +477,6 @@ static uint64_t virt_to_pfn(const void *addr)
  * event of a PFN we know.  Returns the PFN (0 on failure) and the
  * CLOCK_MONOTONIC time just before the touch.
  */
-/*
- * A page munmap() drops may still sit in a CPU's LRU batch, which holds a
- * reference: 7.x no longer drains the batch on munmap, so the page is
- * freed only when the batch fills.  Writing 1 to drop_caches drains every
- * CPU's batch (and drops clean page cache, which costs only events).
- */
-static void drain_lru_batches(void)
-{
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		if (write(fd, "1", 1) != 1)
-			perror("drop_caches");
-		close(fd);
-	}
-}
-
 static uint64_t one_page_event(uint64_t *mono_before)
 {
 	volatile char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
@@ -506,7 +489,8 @@ static uint64_t one_page_event(uint64_t *mono_before)
 	p[0] = 1;
 	pfn = virt_to_pfn((const void *)p);
 	munmap((void *)p, PAGE);
-	drain_lru_batches();
+	/* The free may wait in an LRU batch (7.x). */
+	pt_st_drain_lru();
 	return pfn;
 }
 

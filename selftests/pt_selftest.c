@@ -212,6 +212,24 @@ int pt_st_next_chunk(const void *stream, size_t len, size_t *off,
 	return 1;
 }
 
+/*
+ * A page munmap() drops may still sit in a CPU's LRU batch, which holds a
+ * reference, until the batch fills.  drop_caches drains every CPU's batch
+ * (and drops clean page cache, which costs only events).
+ */
+int pt_st_drain_lru(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, "1", 1) != 1)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 int pt_st_ksym(const char *name, uint64_t *start, uint64_t *end)
 {
 	FILE *f = fopen("/proc/kallsyms", "re");
