@@ -32,7 +32,7 @@
 # too.  The last line is the summary, "N passed, N failed[, N skipped]"; the
 # exit status is non-zero iff something failed or nothing ran.
 #
-# Environment: KERNELS (default "6.1 6.12 rt debug"; any flavour of
+# Environment: KERNELS (default "5.10 6.1 7.3 7.3-rt debug"; any flavour of
 # scripts/kernels.sh --list, and debug), PT_CHROOT_CACHE (where the chroots
 # of the other suites are, default /var/cache/pagetrace/chroots),
 # HOST_CHECKS (default 1; 0 skips steps 2-4, as `make check-debug`
@@ -49,7 +49,7 @@ set -uo pipefail # no -e: keep going, so the summary is complete
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
-KERNELS=${KERNELS:-6.1 6.12 rt debug}
+KERNELS=${KERNELS:-5.10 6.1 7.3 7.3-rt debug}
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 KSELFTEST_DIR=$ROOT/build/ksrc/tools/testing/selftests
