@@ -152,6 +152,16 @@ unsigned int pt_hooks_backend(void)
 static struct task_struct *pt_check_task;
 static atomic_t pt_check_hits;
 
+/*
+ * Whether this hit is the checked task's own: not an interrupt that frees
+ * pages on its CPU meanwhile (RCU callbacks freeing page tables do, under
+ * munmap() load).
+ */
+static bool pt_checked_task(void)
+{
+	return current == READ_ONCE(pt_check_task) && in_task();
+}
+
 /* Reclaim when the freeing task is reclaiming memory; see above. */
 static unsigned int pt_free_type(void)
 {
@@ -449,7 +459,7 @@ static int notrace pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 	struct page *page = (struct page *)regs_get_kernel_argument(regs, 0);
 	struct pt_origin origin = { regs };
 
-	if (unlikely(current == READ_ONCE(pt_check_task)))
+	if (unlikely(pt_checked_task()))
 		atomic_inc(&pt_check_hits);
 	pt_emit_alloc(page_to_pfn(page),
 		      1UL << (unsigned int)regs_get_kernel_argument(regs, 1),
@@ -465,7 +475,7 @@ static atomic_t pt_check_frees;
 
 static void pt_kp_free_page(struct page *page, unsigned int order)
 {
-	if (unlikely(current == READ_ONCE(pt_check_task)))
+	if (unlikely(pt_checked_task()))
 		atomic_inc(&pt_check_frees);
 	pt_free_page(page, order);
 }
@@ -535,7 +545,7 @@ static int notrace pt_free_folios(struct kprobe *p, struct pt_regs *regs)
 	unsigned int type = pt_free_type();
 	unsigned int i;
 
-	if (unlikely(current == READ_ONCE(pt_check_task)))
+	if (unlikely(pt_checked_task()))
 		atomic_add(folio_batch_count(fb), &pt_check_frees);
 	for (i = 0; i < folio_batch_count(fb); i++)
 		pt_emit(type, folio_pfn(fb->folios[i]),

@@ -343,7 +343,9 @@ TEST(ftrace_agrees)
 	waitpid(tc, NULL, 0);
 	ASSERT_EQ(0, ftrace_events(&ft, &lost));
 	EXPECT_EQ(0, lost) TH_LOG("ftrace lost events: no exact comparison");
-	ASSERT_LT(0, nbulk);
+	/* Kernels before 5.13 have no bulk allocator: the op skips. */
+	if (!strstr(report, "bulk_array skip"))
+		ASSERT_LT(0, nbulk);
 
 	for (i = 0; i < t.nr; i++) {
 		struct ev e = {

@@ -408,6 +408,15 @@ TEST_F(h, read_bad)
 	self->fd = open(DEV, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
 	n = raw_read(self->fd, p, (size_t)1 << 40);
+	/*
+	 * Older kernels' VFS checks the whole count against the address
+	 * space first (access_ok(), 5.10): EFAULT, and we are never called.
+	 */
+	if (n < 0 && errno == EFAULT) {
+		TH_LOG("the VFS refuses a 1 TiB count on this kernel");
+		still_sound(_metadata, self->fd);
+		return;
+	}
 	EXPECT_TRUE(n > 0 && n <= (ssize_t)(2 * PAGE)) TH_LOG("read %zd: %s", n, strerror(errno));
 	EXPECT_EQ(0, memcmp(p, PAGETRACE_MAGIC, 8));
 }

@@ -261,6 +261,7 @@ TEST_F(mig, thp_split)
 	uint64_t pfn, last, m0, m1, m2, m3, m4;
 	char req[128], *map, *p;
 	size_t i, bad = 0;
+	ssize_t n;
 	int fd;
 
 	map = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE,
@@ -284,8 +285,14 @@ TEST_F(mig, thp_split)
 	}
 	snprintf(req, sizeof(req), "%d,%#lx,%#lx", getpid(), (unsigned long)p,
 		 (unsigned long)(p + huge));
-	ASSERT_LT(0, write(fd, req, strlen(req)));
+	n = write(fd, req, strlen(req));
 	close(fd);
+	if (n < 0 && errno == EINVAL) {
+		/* Before 5.13 it splits every THP or nothing ("1"). */
+		munmap(map, 2 * huge);
+		SKIP(return, "split_huge_pages takes no pid,start,end here (before 5.13)");
+	}
+	ASSERT_LT(0, n);
 
 	m2 = pt_st_mono_ns();
 	ASSERT_EQ(0, madvise(p + huge / 2, huge / 2, MADV_DONTNEED));
