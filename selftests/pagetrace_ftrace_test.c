@@ -129,7 +129,10 @@ static pid_t start_trace_cmd(void)
 	return pid;
 }
 
-/* Parse `trace-cmd report`: "... [CPU] TS: mm_page_alloc: ... pfn=0x.. order=N". */
+/*
+ * Parse `trace-cmd report`: "... [CPU] TS: mm_page_alloc: ... pfn=0x..
+ * order=N"; the PFN is decimal before 5.13's kmem events ("pfn=N").
+ */
 static int ftrace_events(struct evs *out, size_t *lost)
 {
 	FILE *f = popen("trace-cmd report -i " FTRACE_DAT " 2>&1", "r");
@@ -139,7 +142,7 @@ static int ftrace_events(struct evs *out, size_t *lost)
 		return -errno;
 	*lost = 0;
 	while (fgets(line, sizeof(line), f)) {
-		const char *cpu = strchr(line, '['), *pfn = strstr(line, "pfn=0x");
+		const char *cpu = strchr(line, '['), *pfn = strstr(line, "pfn=");
 		const char *order = strstr(line, "order=");
 		struct ev e = { 0 };
 
@@ -154,7 +157,8 @@ static int ftrace_events(struct evs *out, size_t *lost)
 		else
 			continue;
 		e.cpu = strtoul(cpu + 1, NULL, 10);
-		e.pfn = strtoull(pfn + 4, NULL, 16);
+		/* Base 0: "0x..." hexadecimal, else decimal. */
+		e.pfn = strtoull(pfn + 4, NULL, 0);
 		e.order = strtoul(order + 6, NULL, 10);
 		/* A failed allocation traces no page (pfn -1). */
 		if (e.pfn == UINT64_MAX || (e.pfn >> 52))
