@@ -145,21 +145,37 @@ unsigned int pt_hooks_backend(void)
 }
 
 /*
- * The task the load-time checks (pt_off_hot_path(), pt_free_check())
- * watch, and the hits a probe saw from it; written only with no probe
- * attached.
+ * What the load-time checks (pt_off_hot_path(), pt_free_check()) watch
+ * while their probes are attached: the pages a probe saw the checking
+ * task allocate, and the frees of the one page the check frees.  They go
+ * by the page, not by the context: a kprobe on a breakpoint runs as an
+ * NMI (in_task() is false there), and an interrupt on the task's CPU
+ * (RCU callbacks freeing page tables, under munmap() load) allocates and
+ * frees pages of its own meanwhile.
  */
 static struct task_struct *pt_check_task;
-static atomic_t pt_check_hits;
+static struct page *pt_check_seen[16];
+static atomic_t pt_check_nseen;
+static struct page *pt_check_page;
+static atomic_t pt_check_frees;
 
-/*
- * Whether this hit is the checked task's own: not an interrupt that frees
- * pages on its CPU meanwhile (RCU callbacks freeing page tables do, under
- * munmap() load).
- */
-static bool pt_checked_task(void)
+/* A page a probe saw allocated, noted if the checking task runs. */
+static void pt_check_alloc(struct page *page)
 {
-	return current == READ_ONCE(pt_check_task) && in_task();
+	unsigned int i;
+
+	if (likely(current != READ_ONCE(pt_check_task)))
+		return;
+	i = atomic_inc_return(&pt_check_nseen) - 1;
+	if (i < ARRAY_SIZE(pt_check_seen))
+		WRITE_ONCE(pt_check_seen[i], page);
+}
+
+/* A page a probe saw freed, counted if it is the one the check frees. */
+static void pt_check_free(struct page *page)
+{
+	if (unlikely(page == READ_ONCE(pt_check_page)))
+		atomic_inc(&pt_check_frees);
 }
 
 /* Reclaim when the freeing task is reclaiming memory; see above. */
@@ -459,24 +475,17 @@ static int notrace pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 	struct page *page = (struct page *)regs_get_kernel_argument(regs, 0);
 	struct pt_origin origin = { regs };
 
-	if (unlikely(pt_checked_task()))
-		atomic_inc(&pt_check_hits);
+	pt_check_alloc(page);
 	pt_emit_alloc(page_to_pfn(page),
 		      1UL << (unsigned int)regs_get_kernel_argument(regs, 1),
 		      &origin);
 	return 0;
 }
 
-/*
- * A free the kprobe backend saw; pt_free_check() counts those of its own
- * task to prove a set of free hooks at load.
- */
-static atomic_t pt_check_frees;
-
+/* A free the kprobe backend saw; pt_free_check() proves the hooks by it. */
 static void pt_kp_free_page(struct page *page, unsigned int order)
 {
-	if (unlikely(pt_checked_task()))
-		atomic_inc(&pt_check_frees);
+	pt_check_free(page);
 	pt_free_page(page, order);
 }
 
@@ -545,11 +554,11 @@ static int notrace pt_free_folios(struct kprobe *p, struct pt_regs *regs)
 	unsigned int type = pt_free_type();
 	unsigned int i;
 
-	if (unlikely(pt_checked_task()))
-		atomic_add(folio_batch_count(fb), &pt_check_frees);
-	for (i = 0; i < folio_batch_count(fb); i++)
+	for (i = 0; i < folio_batch_count(fb); i++) {
+		pt_check_free(&fb->folios[i]->page);
 		pt_emit(type, folio_pfn(fb->folios[i]),
 			folio_nr_pages(fb->folios[i]));
+	}
 	return 0;
 }
 #endif
@@ -784,20 +793,25 @@ static int pt_off_hot_path(const struct pt_hook *h)
 			     .pre_handler = pt_compact_alloc,
 			     .post_handler = pt_kprobe_no_post };
 	struct page *page;
+	unsigned int i, n;
 	int ret;
 
+	memset(pt_check_seen, 0, sizeof(pt_check_seen));
+	atomic_set(&pt_check_nseen, 0);
 	WRITE_ONCE(pt_check_task, current);
-	atomic_set(&pt_check_hits, 0);
 	ret = register_kprobe(&kp);
 	if (!ret) {
 		page = alloc_page(GFP_KERNEL);
-		if (page)
-			__free_page(page);
 		unregister_kprobe(&kp);
 		if (!page)
 			ret = -ENOMEM;
-		else if (atomic_read(&pt_check_hits))
-			ret = -EEXIST;
+		n = min_t(unsigned int, atomic_read(&pt_check_nseen),
+			  ARRAY_SIZE(pt_check_seen));
+		for (i = 0; page && i < n; i++)
+			if (pt_check_seen[i] == page)
+				ret = -EEXIST;
+		if (page)
+			__free_page(page);
 	}
 	WRITE_ONCE(pt_check_task, NULL);
 	if (ret == -EEXIST)
@@ -834,7 +848,6 @@ static int pt_free_check(const struct pt_choice *hooks, unsigned int n)
 			goto unregister;
 		nk++;
 	}
-	WRITE_ONCE(pt_check_task, current);
 	for (i = 0; i < ARRAY_SIZE(orders) + 1 && !ret; i++) {
 		bool put = i == ARRAY_SIZE(orders);	/* put_page() last */
 		unsigned int order = put ? 0 : orders[i];
@@ -845,10 +858,13 @@ static int pt_free_check(const struct pt_choice *hooks, unsigned int n)
 			break;
 		}
 		atomic_set(&pt_check_frees, 0);
+		WRITE_ONCE(pt_check_page, page);
 		if (put)
 			put_page(page);
 		else
 			__free_pages(page, order);
+		/* The page may be out again: no more counting. */
+		WRITE_ONCE(pt_check_page, NULL);
 		seen = atomic_read(&pt_check_frees);
 		if (seen != 1) {
 			pr_info("pagetrace: hook=kprobe: %s of an order-%u page seen %d times by the set with %s; not used\n",
@@ -857,7 +873,6 @@ static int pt_free_check(const struct pt_choice *hooks, unsigned int n)
 			ret = -EILSEQ;
 		}
 	}
-	WRITE_ONCE(pt_check_task, NULL);
 unregister:
 	if (nk)
 		unregister_kprobes(kps, nk);

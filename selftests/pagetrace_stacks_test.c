@@ -350,10 +350,12 @@ static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 	 * The kprobe backend takes an allocation's stack in the kretprobe's
 	 * return handler: the unwinder gets through the kretprobe trampoline
 	 * only where the kernel can look up the real return address
-	 * (kretprobe_find_ret_addr(), 5.15).
+	 * (kretprobe_find_ret_addr(), 5.15; rethook_find_ret_addr() where
+	 * kretprobes run on rethook).
 	 */
 	if (!strcmp(hook, "kprobe") &&
-	    pt_st_ksym("kretprobe_find_ret_addr", &g.first_start[0], &g.first_end[0]))
+	    pt_st_ksym("kretprobe_find_ret_addr", &g.first_start[0], &g.first_end[0]) &&
+	    pt_st_ksym("rethook_find_ret_addr", &g.first_start[0], &g.first_end[0]))
 		SKIP(return, "this kernel cannot unwind through a kretprobe's trampoline (before 5.15)");
 	ASSERT_EQ(0, pt_st_module_text("pagetrace_gt", &g.mod_start, &g.mod_end));
 	ASSERT_EQ(0, ksym_first(alloc_funcs, 4, &g.first_start[0], &g.first_end[0]));
