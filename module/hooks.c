@@ -28,7 +28,9 @@
  *                is __alloc_frozen_pages_noprof (7.x), __alloc_pages_noprof
  *                (6.10+), __alloc_pages (5.13+) or __alloc_pages_nodemask.
  *                Every allocation but the bulk allocator's and
- *                compaction's ends there.
+ *                compaction's ends there (on 6.15-7.2 the kprobe
+ *                backend's entry point misses alloc_pages_nolock(),
+ *                which the tracepoint sees: a known gap).
  *  frees         tracepoint mm_page_free, fired in free_pages_prepare(),
  *                which the kernel inlines into each free path; or kprobes
  *                on those paths, one set per generation of the allocator:
@@ -230,8 +232,10 @@ struct pt_bulk_data {
 };
 
 /*
- * The bulk kretprobe's rethook, set before the allocation hook that looks
- * for it is attached, and only compared, never dereferenced.
+ * The bulk kretprobe's rethook, published once register_kretprobe()
+ * returns, and only compared, never dereferenced.  A bulk call that enters
+ * before it is published, at session start, has its fallback page (if
+ * any) reported twice: a known window, not yet closed.
  */
 static struct rethook *pt_bulk_rh;
 
