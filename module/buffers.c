@@ -87,6 +87,7 @@ void pt_buffers_free(struct pt_session *sess)
  */
 static void pt_flush_one(struct pt_cpu *c)
 {
+	pt_writer_fold(c);
 	if (!c->chunk && c->lost && !pt_open_chunk(c, pt_clock_now()))
 		return;
 	if (c->chunk && (c->len > 2 || c->lost))
@@ -96,8 +97,13 @@ static void pt_flush_one(struct pt_cpu *c)
 static void pt_flush_ipi(void *info)
 {
 	struct pt_session *sess = info;
+	struct pt_cpu *c = &sess->cpus[smp_processor_id()];
 
-	pt_flush_one(&sess->cpus[smp_processor_id()]);
+	/* An IPI never finds the writer busy: its interrupts were off. */
+	if (pt_writer_enter(c)) {
+		pt_flush_one(c);
+		pt_writer_exit(c);
+	}
 }
 
 struct pt_missed {
@@ -110,8 +116,11 @@ static void pt_add_missed_ipi(void *info)
 	struct pt_missed *m = info;
 	struct pt_cpu *c = &m->sess->cpus[smp_processor_id()];
 
-	c->lost += m->count;
-	c->stats.lost += m->count;
+	if (pt_writer_enter(c)) {
+		c->lost += m->count;
+		c->stats.lost += m->count;
+		pt_writer_exit(c);
+	}
 }
 
 /* Decide, on the flushing CPU, whether @cpu has anything to flush. */
@@ -120,7 +129,7 @@ static bool pt_needs_flush(int cpu, void *info)
 	struct pt_session *sess = info;
 	struct pt_cpu *c = &sess->cpus[cpu];
 
-	return READ_ONCE(c->lost) || (READ_ONCE(c->chunk) &&
+	return pt_writer_pending(c) || (READ_ONCE(c->chunk) &&
 				      READ_ONCE(c->len) > 2);
 }
 
@@ -239,7 +248,7 @@ bool pt_flush_late_losses(struct pt_session *sess)
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu) {
-		if (READ_ONCE(sess->cpus[cpu].lost)) {
+		if (pt_writer_pending(&sess->cpus[cpu])) {
 			pt_flush(sess, true);
 			return true;
 		}

@@ -226,13 +226,22 @@ static long pt_ioctl_stats(struct pt_session *sess, void __user *arg)
 	ucpus = u64_to_user_ptr(st.cpus);
 	n = min(st.nr_cpus, sess->nr_cpus);
 	for (cpu = 0; cpu < n; cpu++) {
+		const struct pt_cpu *c = &sess->cpus[cpu];
+		/*
+		 * Events NMIs dropped that the writer has not counted yet
+		 * (pt_writer_fold()): the counted part first, as it never
+		 * passes the total.
+		 */
+		u64 seen = READ_ONCE(c->nested_seen);
+		u64 nmi = (u64)local_read(&c->nested) - seen;
 		/* A racy snapshot: each counter is one aligned u64. */
 		struct pagetrace_cpu_stats s = {
 			.events = READ_ONCE(sess->cpus[cpu].stats.events),
-			.lost = READ_ONCE(sess->cpus[cpu].stats.lost),
+			.lost = READ_ONCE(sess->cpus[cpu].stats.lost) + nmi,
 			.chunks = READ_ONCE(sess->cpus[cpu].stats.chunks),
 			.bytes = READ_ONCE(sess->cpus[cpu].stats.bytes),
-			.attempts = READ_ONCE(sess->cpus[cpu].stats.attempts),
+			.attempts = READ_ONCE(sess->cpus[cpu].stats.attempts) +
+				    nmi,
 			.filtered = READ_ONCE(sess->cpus[cpu].stats.filtered),
 			.samples = READ_ONCE(sess->cpus[cpu].stats.samples),
 			.stacks_unknown =

@@ -19,6 +19,7 @@
 #define _PAGETRACE_INTERNAL_H
 
 #include <asm/byteorder.h>
+#include <asm/local.h>
 #include <linux/cache.h>
 #include <linux/irq_work.h>
 #include <linux/kprobes.h>
@@ -101,10 +102,15 @@ struct pt_filter {
  * read() and for mmap readers alike.
  *
  * Concurrency rules:
- *  - Writer fields (@chunk ... @overwrite) are touched only by the owning
+ *  - Writer fields (@chunk ... @named) are touched only by the owning
  *    CPU with interrupts disabled (pt_emit() and the flush, freeze and
  *    mode IPIs), or, while the CPU is offline and so cannot run a writer,
  *    by a flusher holding sess->flush_lock and cpus_read_lock().  No lock.
+ *    Interrupts off do not keep out an NMI, and since 6.15 an NMI may
+ *    allocate and free pages (alloc_pages_nolock()): the owner sets @busy
+ *    around every change (pt_writer_enter()), and an event that finds it
+ *    set is not written but counted in @nested, a local_t the NMI alone
+ *    increments; the owner adds it to the losses (pt_writer_fold()).
  *  - @meta->produced is written only by the writer side, with
  *    smp_store_release() after the chunk header, its words and the meta
  *    counters are complete; readers (kernel or user) load it with acquire
@@ -139,12 +145,16 @@ struct pt_cpu {
 	bool			tasks;		/* write task records and names */
 	u32			task;		/* owner of the last event, see pt_write */
 	u64			now;		/* the event pt_emit_slow() takes */
+	bool			busy;		/* writer state being changed */
+	u64			nested_seen;	/* @nested already counted lost */
 	struct pt_stacks	*stacks;	/* NULL: no sampling (stacks.c) */
 	s64			sample_left;	/* pages to the next sample */
 	struct rnd_state	rnd;		/* draws the sampling intervals */
 	struct pagetrace_cpu_stats stats;
 	/* tgids named in the open chunk, direct-mapped; 0: empty */
 	u32			named[PT_NAME_CACHE];
+	/* Events an NMI dropped because @busy was set; see pt_writer_enter() */
+	local_t			nested;
 
 	/* Set up at session start, then read-only */
 	struct pagetrace_meta_cpu *meta ____cacheline_aligned_in_smp;
@@ -153,6 +163,36 @@ struct pt_cpu {
 	struct irq_work		wake;		/* wakes the reader, see pt_wake */
 	struct pt_session	*sess;
 };
+
+/**
+ * pt_writer_enter - take this CPU's writer state for a change
+ * @c: this CPU's writer, interrupts off
+ *
+ * Only an NMI can find @c->busy set: interrupts are off wherever it is
+ * set.  Such an event is dropped and counted, never written into the
+ * middle of the interrupted one.
+ *
+ * Return: false if the event must be dropped (it is counted already).
+ */
+static __always_inline bool pt_writer_enter(struct pt_cpu *c)
+{
+	if (unlikely(READ_ONCE(c->busy))) {
+		local_inc(&c->nested);
+		return false;
+	}
+	WRITE_ONCE(c->busy, true);
+	/* The flag is in memory before any store an NMI could tear. */
+	barrier();
+	return true;
+}
+
+/* pt_writer_exit - give back what pt_writer_enter() took */
+static __always_inline void pt_writer_exit(struct pt_cpu *c)
+{
+	/* Every store of the change is done before the flag is cleared. */
+	barrier();
+	WRITE_ONCE(c->busy, false);
+}
 
 /* Who consumes the session's chunks; see pt_claim_consumer(). */
 enum pt_consumer {
@@ -267,6 +307,8 @@ void pt_emit_alloc(unsigned long pfn, unsigned long npages,
 		   const struct pt_origin *origin);
 bool pt_open_chunk(struct pt_cpu *c, u64 now);
 void pt_close_chunk(struct pt_cpu *c, u16 flags);
+void pt_writer_fold(struct pt_cpu *c);
+bool pt_writer_pending(const struct pt_cpu *c);
 void pt_writers_publish(struct pt_session *sess);
 void pt_writers_clear(void);
 
@@ -319,10 +361,8 @@ void pt_snapshot_free(struct pt_session *sess);
 
 /* hooks.c */
 unsigned int pt_hooks_backend(void);
-/* hook=auto: the tracepoint backend (hooks.c); never in a stream. */
-#define PT_BACKEND_AUTO		2
 int pt_hooks_init(void);
-int pt_hooks_register(unsigned int *backend, u32 *uncovered);
+int pt_hooks_register(unsigned int backend, u32 *uncovered);
 void pt_hooks_unregister(void);
 unsigned long pt_hooks_missed(void);
 

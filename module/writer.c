@@ -8,8 +8,12 @@
  * state runs with interrupts disabled: an interrupt that frees a page in the
  * middle of an encode would otherwise write into the same buffer between our
  * read of @len and our store of it.  Disabling interrupts costs a few cycles
- * and keeps the writer a plain sequence of loads and stores (no atomics);
- * NMIs do not allocate pages.
+ * and keeps the writer a plain sequence of loads and stores (no atomics).
+ * NMIs are not kept out that way, and they do allocate pages since 6.15
+ * (alloc_pages_nolock(), from BPF programs): an NMI that comes while its
+ * CPU is changing the writer state drops its event and counts it
+ * (pt_writer_enter()), and an NMI that comes at any other time writes
+ * its event like any other context.
  *
  * The hot functions are notrace: no __fentry__ call site, which costs an
  * instruction even as a nop, and no way to trace the tracer.
@@ -18,6 +22,7 @@
  * same nanoseconds read from the TSC (clock.h), read with interrupts off
  * so that one CPU's timestamps never go backwards within its stream.
  */
+#include <asm/local.h>
 #include <linux/irq_work.h>
 #include <linux/percpu.h>
 #include <linux/preempt.h>
@@ -89,6 +94,36 @@ bool pt_open_chunk(struct pt_cpu *c, u64 now)
 }
 
 /**
+ * pt_writer_fold - count what NMIs dropped as lost
+ * @c: the CPU, owned by the caller as for pt_open_chunk()
+ *
+ * The NMIs only increment @c->nested; the owner keeps how much of it is
+ * counted already, so neither side ever writes what the other writes.
+ * The dropped events count as attempts too, which they were.
+ */
+void pt_writer_fold(struct pt_cpu *c)
+{
+	u64 n = local_read(&c->nested) - c->nested_seen;
+
+	if (likely(!n))
+		return;
+	c->nested_seen += n;
+	c->lost += n;
+	c->stats.lost += n;
+	c->stats.attempts += n;
+}
+
+/**
+ * pt_writer_pending - whether a CPU has losses not yet in a chunk
+ * @c: any CPU's writer; read racily, for the flusher's decision
+ */
+bool pt_writer_pending(const struct pt_cpu *c)
+{
+	return READ_ONCE(c->lost) ||
+	       (u64)local_read(&c->nested) != READ_ONCE(c->nested_seen);
+}
+
+/**
  * pt_close_chunk - finish the open buffer and hand it to the reader
  * @c: the CPU, owned by the caller as for pt_open_chunk()
  * @flags: PAGETRACE_CHUNK_* to set, e.g. FLUSHED when closed early
@@ -98,6 +133,7 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
 	struct pagetrace_chunk *ch = c->chunk;
 	struct pagetrace_meta_cpu *m = c->meta;
 
+	pt_writer_fold(c);
 	memcpy(ch->magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
 	ch->cpu = pt_le16(c->cpu);
 	ch->flags = pt_le16(flags);
@@ -266,6 +302,7 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 		c->stats.filtered++;
 	else
 		pt_write(c, type, pfn, npages, origin, c->now);
+	pt_writer_exit(c);
 	local_irq_restore(flags);
 }
 
@@ -332,7 +369,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 
 	local_irq_save(flags);
 	c = this_cpu_read(pt_writer);
-	if (unlikely(!c))
+	if (unlikely(!c) || unlikely(!pt_writer_enter(c)))
 		goto out;
 	/*
 	 * Counted before anything is decided, so that a path that neither
@@ -354,6 +391,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	c->words[c->len++] =
 		cpu_to_le64(pagetrace_event_word(delta, pfn, npages, type));
 	c->stats.events++;
+	pt_writer_exit(c);
 out:
 	local_irq_restore(flags);
 	return;
@@ -380,7 +418,7 @@ static noinline void notrace pt_emit_local(unsigned int type,
  * @pfn: first page frame of the block
  * @npages: pages in the block
  *
- * Called from the hooks in any context but NMI, preemptible or not.
+ * Called from the hooks in any context, NMI included, preemptible or not.
  */
 void notrace pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
 {
