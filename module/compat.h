@@ -7,6 +7,7 @@
 #ifndef _PAGETRACE_COMPAT_H
 #define _PAGETRACE_COMPAT_H
 
+#include <linux/gfp.h>
 #include <linux/kprobes.h>
 #include <linux/sched.h>
 
@@ -24,13 +25,21 @@
  * The bulk allocator (5.13+).  A page its fallback takes from the
  * allocator must be told apart from the pages it takes itself, which
  * hooks.c does by finding the bulk call's kretprobe instance on the
- * task's rethook list: x86 kernels since 5.18 have one.
+ * task's rethook list: x86 kernels since 5.18 have one.  Without it (5.13
+ * to 5.17) the bulk hooks are not built, and the load fails naming the
+ * bulk allocator's pages as what would go unrecorded (partial=1 traces
+ * without them).
  */
 #ifdef PT_HAVE_BULK
 #define PT_BULK_ALLOCATOR	true
-#ifndef CONFIG_KRETPROBE_ON_RETHOOK
-#error "pagetrace needs CONFIG_KRETPROBE_ON_RETHOOK on a kernel with the bulk allocator"
+#ifdef CONFIG_KRETPROBE_ON_RETHOOK
+#define PT_BULK_HOOKS		1
 #endif
+#else
+#define PT_BULK_ALLOCATOR	false
+#endif
+
+#ifdef PT_BULK_HOOKS
 #include <linux/rethook.h>
 /* (gfp, nid, nodemask, nr_pages, page_list, page_array); 6.14 drops the list */
 #ifdef PT_HAVE_BULK_LIST
@@ -40,9 +49,21 @@
 #define PT_BULK_LIST_ARG(regs)	NULL
 #define PT_BULK_ARRAY_ARG(regs)	((void *)regs_get_kernel_argument(regs, 4))
 #endif
+#endif /* PT_BULK_HOOKS */
+
+/*
+ * alloc_pages_nolock() (6.15), the allocator for any context, NMI
+ * included; it took a gfp argument first later.
+ */
+#ifdef PT_HAVE_NOLOCK
+#ifdef PT_HAVE_NOLOCK_GFP
+#define pt_nolock_alloc()	alloc_pages_nolock(0, NUMA_NO_NODE, 0)
+#define PT_NOLOCK_ORDER_ARG	2
 #else
-#define PT_BULK_ALLOCATOR	false
-#endif /* PT_HAVE_BULK */
+#define pt_nolock_alloc()	alloc_pages_nolock(NUMA_NO_NODE, 0)
+#define PT_NOLOCK_ORDER_ARG	1
+#endif
+#endif
 
 /* 5.11 hid a kretprobe instance's probe behind get_kretprobe(). */
 #ifndef PT_HAVE_GET_KRETPROBE

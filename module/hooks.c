@@ -56,15 +56,16 @@
  *  compaction    compaction hands out free blocks taken straight off the
  *                free lists, as migration targets and to
  *                alloc_contig_range():
- *                 split_map_pages (kprobe), which prepares each block it
- *                 isolated                                       (5.10-6.1)
- *                 post_alloc_hook (kprobe), which compaction calls for
- *                 each target and for the blocks it hands back, and
- *                 isolate_freepages_range (kretprobe), the range
- *                 alloc_contig_range() takes                     (6.12)
  *                 compaction_alloc (kretprobe), the target it returns,
  *                 release_free_list (kprobe), the blocks it hands back,
- *                 and isolate_freepages_range                    (7.x)
+ *                 and isolate_freepages_range (kretprobe), the range
+ *                 alloc_contig_range() takes       (per-order lists, 6.9+)
+ *                 split_map_pages (kprobe), which prepares each block it
+ *                 isolated                 (one list, before 6.8: 5.10-6.1)
+ *                 post_alloc_hook (kprobe), which compaction calls for
+ *                 each target and for the blocks it hands back, and
+ *                 isolate_freepages_range                (where the sets
+ *                 above are inlined)
  *                post_alloc_hook() is also the allocator's own, inlined
  *                or not as the compiler likes: it is used only after a
  *                page we allocate at load has shown that the ordinary
@@ -105,18 +106,28 @@
 /*
  * The hook= parameter.  Read when a session starts, like the others; a bad
  * value fails insmod (or the write to sysfs) with the allowed ones named.
+ * Its values are its own, mapped to PAGETRACE_BACKEND_* by
+ * pt_hooks_backend(): auto is never a backend.
  */
+enum pt_hook_choice { PT_HOOK_KPROBE, PT_HOOK_TRACEPOINT, PT_HOOK_AUTO };
+
+static const char * const pt_hook_names[] = {
+	[PT_HOOK_KPROBE]	= "kprobe",
+	[PT_HOOK_TRACEPOINT]	= "tracepoint",
+	[PT_HOOK_AUTO]		= "auto",
+};
+
+/* A backend's name, for messages. */
 static const char * const pt_backend_names[] = {
 	[PAGETRACE_BACKEND_KPROBE]	= "kprobe",
 	[PAGETRACE_BACKEND_TRACEPOINT]	= "tracepoint",
-	[PT_BACKEND_AUTO]		= "auto",
 };
 
-static unsigned int pt_backend = PT_BACKEND_AUTO;
-static struct pt_choice_param pt_backend_param = {
-	&pt_backend, pt_backend_names, ARRAY_SIZE(pt_backend_names)
+static unsigned int pt_hook = PT_HOOK_AUTO;
+static struct pt_choice_param pt_hook_param = {
+	&pt_hook, pt_hook_names, ARRAY_SIZE(pt_hook_names)
 };
-module_param_cb(hook, &pt_choice_param_ops, &pt_backend_param, 0644);
+module_param_cb(hook, &pt_choice_param_ops, &pt_hook_param, 0644);
 MODULE_PARM_DESC(hook,
 		 "Probe mechanism: auto (tracepoint), tracepoint or kprobe (default auto)");
 
@@ -140,10 +151,12 @@ module_param_named(partial, pt_partial, bool, 0644);
 MODULE_PARM_DESC(partial,
 		 "Load and trace even if some kind of event cannot be hooked on this kernel; the trace says which (default 0)");
 
-/* The backend the next session asks for: PAGETRACE_BACKEND_* or auto. */
+/* The backend the next session asks for: PAGETRACE_BACKEND_*. */
 unsigned int pt_hooks_backend(void)
 {
-	return READ_ONCE(pt_backend);
+	/* auto is the tracepoint backend, on every kernel */
+	return READ_ONCE(pt_hook) == PT_HOOK_KPROBE ?
+	       PAGETRACE_BACKEND_KPROBE : PAGETRACE_BACKEND_TRACEPOINT;
 }
 
 /*
@@ -173,10 +186,16 @@ static void pt_check_alloc(struct page *page)
 		WRITE_ONCE(pt_check_seen[i], page);
 }
 
-/* A page a probe saw freed, counted if it is the one the check frees. */
+/*
+ * A page a probe saw freed, counted if it is the one the check frees and
+ * the checking task frees it: once freed, the page may be allocated and
+ * freed again by a task that preempts the check (seen under churn on
+ * PREEMPT_RT, where the page heads the CPU's free list).
+ */
 static void pt_check_free(struct page *page)
 {
-	if (unlikely(page == READ_ONCE(pt_check_page)))
+	if (unlikely(page == READ_ONCE(pt_check_page)) &&
+	    current == READ_ONCE(pt_check_task))
 		atomic_inc(&pt_check_frees);
 }
 
@@ -219,7 +238,7 @@ static struct pt_origin pt_return_origin(struct kretprobe_instance *ri,
  * but for a page its fallback got from the allocator, which that hook
  * reported and noted in @fallback.
  */
-#ifdef PT_HAVE_BULK
+#ifdef PT_BULK_HOOKS
 #define PT_BULK_SLOTS	1024
 
 struct pt_bulk_data {
@@ -227,17 +246,29 @@ struct pt_bulk_data {
 	struct list_head	*first;
 	struct page		**array;
 	struct page		*fallback;
+	unsigned int		context;	/* pt_context() of the call */
 	int			nr;
 	DECLARE_BITMAP(empty, PT_BULK_SLOTS);
 };
 
 /*
- * The bulk kretprobe's rethook, published once register_kretprobe()
- * returns, and only compared, never dereferenced.  A bulk call that enters
- * before it is published, at session start, has its fallback page (if
- * any) reported twice: a known window, not yet closed.
+ * The bulk kretprobe's rethook, published before the probe is armed (see
+ * pt_probe_register()), and only compared, never dereferenced.
  */
 static struct rethook *pt_bulk_rh;
+
+/*
+ * The context a hook runs in: NMI and hardirq nesting, and whether a
+ * softirq is being served (task, bottom halves disabled or not, counts as
+ * task).  A bulk call and the allocation its fallback makes run in one
+ * context; an interrupt that allocates while a bulk call of the task it
+ * interrupted is on the task's rethook list runs in another.
+ */
+static unsigned int pt_context(void)
+{
+	return (preempt_count() & (NMI_MASK | HARDIRQ_MASK)) |
+	       (in_serving_softirq() ? SOFTIRQ_OFFSET : 0);
+}
 
 /*
  * The current task's innermost bulk call, or NULL.  Each call of a
@@ -262,18 +293,21 @@ static struct pt_bulk_data *pt_bulk_current(void)
 	return NULL;
 }
 
-/* A page the allocator returned: the bulk fallback's, if in a bulk call. */
+/*
+ * A page the allocator returned: the bulk fallback's if the innermost bulk
+ * call on the task's rethook list runs in this context (softirqs run bulk
+ * calls too, e.g. the network's page pools).
+ */
 static void pt_bulk_note_fallback(struct page *page)
 {
 	struct pt_bulk_data *d;
 	unsigned long flags;
 
-	if (!in_task() || !READ_ONCE(pt_bulk_rh) ||
-	    !READ_ONCE(current->rethooks.first))
+	if (!READ_ONCE(pt_bulk_rh) || !READ_ONCE(current->rethooks.first))
 		return;
 	local_irq_save(flags);
 	d = pt_bulk_current();
-	if (d)
+	if (d && d->context == pt_context())
 		d->fallback = page;
 	local_irq_restore(flags);
 }
@@ -283,6 +317,13 @@ static int notrace pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *
 	struct pt_bulk_data *d = (void *)ri->data;
 	int i;
 
+	/*
+	 * A kprobe that is a breakpoint runs its handler as an NMI: the
+	 * caller's context is the handler's without it.
+	 */
+	d->context = pt_context();
+	if (!(get_kretprobe(ri)->kp.flags & KPROBE_FLAG_FTRACE))
+		d->context -= NMI_OFFSET + HARDIRQ_OFFSET;
 	d->nr = regs_get_kernel_argument(regs, 3);
 	d->list = PT_BULK_LIST_ARG(regs);
 	d->array = PT_BULK_ARRAY_ARG(regs);
@@ -331,7 +372,7 @@ static int notrace pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs 
 static void pt_bulk_note_fallback(struct page *page)
 {
 }
-#endif /* PT_HAVE_BULK */
+#endif /* PT_BULK_HOOKS */
 
 static void pt_alloc_page(struct page *page, unsigned int order,
 			  const struct pt_origin *origin)
@@ -360,11 +401,23 @@ static int notrace pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs
 	struct pt_origin origin;
 
 	if (page) {
+		pt_check_alloc(page);
 		origin = pt_return_origin(ri, regs);
 		pt_alloc_page(page, d->order, &origin);
 	}
 	return 0;
 }
+
+#ifdef PT_HAVE_NOLOCK
+/* alloc_pages_nolock() and its frozen variant: ([gfp,] nid, order). */
+static int notrace pt_nolock_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct pt_alloc_data *d = (void *)ri->data;
+
+	d->order = (unsigned int)regs_get_kernel_argument(regs, PT_NOLOCK_ORDER_ARG);
+	return 0;
+}
+#endif
 
 /* Tracepoint mm_page_alloc(page, order, gfp, migratetype); page may be NULL. */
 static void notrace pt_tp_alloc(void *data, struct page *page,
@@ -411,8 +464,11 @@ static int notrace pt_contig_return(struct kretprobe_instance *ri, struct pt_reg
 	return 0;
 }
 
+#ifndef NR_PAGE_ORDERS
 /*
- * split_map_pages(list): @list holds the free blocks compaction isolated,
+ * split_map_pages(list) before 6.8 (which renamed the orders to
+ * NR_PAGE_ORDERS; 6.9 then gave it one list per order, and 6.8 is left to
+ * the post_alloc_hook set): @list holds the free blocks compaction isolated,
  * each with its order in page_private(); the function then calls
  * post_alloc_hook() on each and splits it into pages.  The list is the
  * calling task's own (compact_control's free list, or a list on the stack
@@ -431,13 +487,15 @@ static int notrace pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
 			      &origin);
 	return 0;
 }
+#endif
 
 #if defined(PT_HAVE_FOLIOS) && defined(NR_PAGE_ORDERS)
 #define PT_HAVE_COMPACT_TARGETS	1
 /*
- * compaction_alloc(src, data) on 7.x returns the migration target it took
- * off compaction's free lists and prepared (post_alloc_hook(), which the
- * allocator's fast path calls out of line there: pt_off_hot_path()).
+ * compaction_alloc(src, data) since 6.9 returns the migration target it
+ * took off compaction's per-order free lists and prepared with
+ * post_alloc_hook() (which the allocator's fast path calls out of line
+ * on 7.x, so it cannot be hooked there: pt_off_hot_path()).
  */
 static int notrace pt_compact_target(struct kretprobe_instance *ri,
 				     struct pt_regs *regs)
@@ -453,7 +511,7 @@ static int notrace pt_compact_target(struct kretprobe_instance *ri,
 }
 
 /*
- * release_free_list(freepages) on 7.x: the free blocks compaction
+ * release_free_list(freepages) since 6.9: the free blocks compaction
  * isolated but did not use, one list per order, which it marks allocated
  * only to free them at once: an allocation here, then a free from
  * mm_page_free.  The lists are the calling task's own (its
@@ -576,6 +634,7 @@ enum pt_role {
 	PT_ROLE_FREE,
 	PT_ROLE_BULK,
 	PT_ROLE_COMPACT,
+	PT_ROLE_NOLOCK,
 	PT_NR_ROLES,
 };
 
@@ -585,6 +644,7 @@ static const char * const pt_role_events[PT_NR_ROLES] = {
 	[PT_ROLE_FREE]		= "page frees",
 	[PT_ROLE_BULK]		= "bulk allocations (alloc_pages_bulk)",
 	[PT_ROLE_COMPACT]	= "pages compaction and alloc_contig_range() take",
+	[PT_ROLE_NOLOCK]	= "allocations by alloc_pages_nolock()",
 };
 
 /* The bit of pagetrace_rec_session.uncovered for a role that is missing. */
@@ -593,6 +653,7 @@ static const u32 pt_role_bit[PT_NR_ROLES] = {
 	[PT_ROLE_FREE]		= PAGETRACE_UNCOVERED_FREE,
 	[PT_ROLE_BULK]		= PAGETRACE_UNCOVERED_BULK,
 	[PT_ROLE_COMPACT]	= PAGETRACE_UNCOVERED_COMPACT,
+	[PT_ROLE_NOLOCK]	= PAGETRACE_UNCOVERED_ALLOC,
 };
 
 enum pt_kind { PT_KPROBE, PT_KRETPROBE, PT_TRACEPOINT };
@@ -660,22 +721,42 @@ static const struct pt_hook pt_hook_table[] = {
 	PT_KP(PT_ROLE_FREE, 3, PT_ON_KPROBE, "free_pages_prepare", pt_free),
 #endif
 
-#ifdef PT_HAVE_BULK
+#ifdef PT_HAVE_NOLOCK
+	/* Only where the entry point above misses them: pt_nolock_seen(). */
+	{ PT_ROLE_NOLOCK, 0, PT_ON_KPROBE, PT_KRETPROBE,
+	  "alloc_frozen_pages_nolock_noprof", .entry = pt_nolock_entry,
+	  .ret = pt_alloc_return, .data_size = sizeof(struct pt_alloc_data) },
+	{ PT_ROLE_NOLOCK, 1, PT_ON_KPROBE, PT_KRETPROBE,
+	  "alloc_pages_nolock_noprof", .entry = pt_nolock_entry,
+	  .ret = pt_alloc_return, .data_size = sizeof(struct pt_alloc_data) },
+#endif
+
+#ifdef PT_BULK_HOOKS
 	PT_BULK(0, "alloc_pages_bulk_noprof"),
 	PT_BULK(1, "__alloc_pages_bulk"),
 #endif
 
-	PT_KP(PT_ROLE_COMPACT, 0, PT_ON_ALL, "split_map_pages", pt_split_map_pages),
-	/* Checked off the allocator's fast path at load: pt_off_hot_path(). */
-	{ PT_ROLE_COMPACT, 1, PT_ON_ALL, PT_KPROBE, "post_alloc_hook",
-	  .off_hot_path = true, .pre = pt_compact_alloc },
-	PT_CONTIG(1),
+	/*
+	 * The per-order free lists first: where they exist (6.9+), the
+	 * functions of the older sets that remain take other arguments.
+	 */
 #ifdef PT_HAVE_COMPACT_TARGETS
-	{ PT_ROLE_COMPACT, 2, PT_ON_ALL, PT_KRETPROBE, "compaction_alloc",
+	{ PT_ROLE_COMPACT, 0, PT_ON_ALL, PT_KRETPROBE, "compaction_alloc",
 	  .ret = pt_compact_target },
-	PT_KP(PT_ROLE_COMPACT, 2, PT_ON_ALL, "release_free_list", pt_release_free_list),
-	PT_CONTIG(2),
+	PT_KP(PT_ROLE_COMPACT, 0, PT_ON_ALL, "release_free_list", pt_release_free_list),
+	PT_CONTIG(0),
 #endif
+	/*
+	 * Before post_alloc_hook: where split_map_pages() calls it out of
+	 * line (6.1), isolate_freepages_range() would count its blocks twice.
+	 */
+#ifndef NR_PAGE_ORDERS
+	PT_KP(PT_ROLE_COMPACT, 1, PT_ON_ALL, "split_map_pages", pt_split_map_pages),
+#endif
+	/* Checked off the allocator's fast path at load: pt_off_hot_path(). */
+	{ PT_ROLE_COMPACT, 2, PT_ON_ALL, PT_KPROBE, "post_alloc_hook",
+	  .off_hot_path = true, .pre = pt_compact_alloc },
+	PT_CONTIG(2),
 };
 
 #define PT_MAX_HOOKS	(ARRAY_SIZE(pt_hook_table) + 1)
@@ -688,6 +769,8 @@ static bool pt_role_needed(enum pt_role role)
 	switch (role) {
 	case PT_ROLE_BULK:
 		return PT_BULK_ALLOCATOR;
+	case PT_ROLE_NOLOCK:	/* asked only where missed: pt_nolock_missed() */
+		return true;
 	case PT_ROLE_COMPACT:
 		return IS_ENABLED(CONFIG_COMPACTION) ||
 		       IS_ENABLED(CONFIG_CONTIG_ALLOC);
@@ -825,6 +908,55 @@ static int pt_off_hot_path(const struct pt_hook *h)
 }
 
 /*
+ * Whether the kretprobe @h sees, exactly once, a page this task allocates
+ * with alloc_pages_nolock().  The allocator's entry point saw those on
+ * 6.15-7.2 only where alloc_pages_nolock() went through it (7.3 does; 7.2
+ * calls the allocator's internals itself), so the kprobe backend asks the
+ * running kernel.
+ */
+static bool pt_nolock_seen(const struct pt_hook *h)
+{
+#ifdef PT_HAVE_NOLOCK
+	struct kretprobe rp = { .kp.symbol_name = h->symbol,
+				.entry_handler = h->entry, .handler = h->ret,
+				.data_size = h->data_size, .maxactive = 16 };
+	unsigned int i, n, seen = 0;
+	struct page *page = NULL;
+
+	memset(pt_check_seen, 0, sizeof(pt_check_seen));
+	atomic_set(&pt_check_nseen, 0);
+	WRITE_ONCE(pt_check_task, current);
+	if (!register_kretprobe(&rp)) {
+		page = pt_nolock_alloc();
+		unregister_kretprobe(&rp);
+	}
+	WRITE_ONCE(pt_check_task, NULL);
+	if (!page)
+		return false;
+	n = min_t(unsigned int, atomic_read(&pt_check_nseen),
+		  ARRAY_SIZE(pt_check_seen));
+	for (i = 0; i < n; i++)
+		seen += pt_check_seen[i] == page;
+	__free_page(page);	/* free_pages_nolock() is not exported */
+	return seen == 1;
+#else
+	return true;
+#endif
+}
+
+/* Whether the allocation hook chosen among @out misses nolock pages. */
+static bool pt_nolock_missed(const struct pt_choice *out, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (out[i].hook->role == PT_ROLE_ALLOC)
+			return out[i].hook->kind == PT_KRETPROBE &&
+			       !pt_nolock_seen(out[i].hook);
+	return false;
+}
+
+/*
  * Whether a set of free hooks of the kprobe backend reports each of a few
  * frees this task makes exactly once.  The kernel inlines its free paths
  * into some callers and not others, differently on each build (5.10's
@@ -852,31 +984,44 @@ static int pt_free_check(const struct pt_choice *hooks, unsigned int n)
 			goto unregister;
 		nk++;
 	}
+	WRITE_ONCE(pt_check_task, current);
 	for (i = 0; i < ARRAY_SIZE(orders) + 1 && !ret; i++) {
 		bool put = i == ARRAY_SIZE(orders);	/* put_page() last */
 		unsigned int order = put ? 0 : orders[i];
-		struct page *page = alloc_pages(GFP_KERNEL, order);
+		unsigned int try;
 
-		if (!page) {
-			ret = -ENOMEM;
-			break;
+		/*
+		 * A set that misses a free, or sees it twice, does so every
+		 * time; an interrupt that takes the freed page and frees it
+		 * again before we stop counting does not: three tries.
+		 */
+		for (try = 0; try < 3; try++) {
+			struct page *page = alloc_pages(GFP_KERNEL, order);
+
+			if (!page) {
+				ret = -ENOMEM;
+				break;
+			}
+			atomic_set(&pt_check_frees, 0);
+			WRITE_ONCE(pt_check_page, page);
+			if (put)
+				put_page(page);
+			else
+				__free_pages(page, order);
+			/* The page may be out again: no more counting. */
+			WRITE_ONCE(pt_check_page, NULL);
+			seen = atomic_read(&pt_check_frees);
+			if (seen == 1)
+				break;
 		}
-		atomic_set(&pt_check_frees, 0);
-		WRITE_ONCE(pt_check_page, page);
-		if (put)
-			put_page(page);
-		else
-			__free_pages(page, order);
-		/* The page may be out again: no more counting. */
-		WRITE_ONCE(pt_check_page, NULL);
-		seen = atomic_read(&pt_check_frees);
-		if (seen != 1) {
+		if (!ret && seen != 1) {
 			pr_info("pagetrace: hook=kprobe: %s of an order-%u page seen %d times by the set with %s; not used\n",
 				put ? "put_page()" : "__free_pages()", order, seen,
 				hooks[0].hook->symbol);
 			ret = -EILSEQ;
 		}
 	}
+	WRITE_ONCE(pt_check_task, NULL);
 unregister:
 	if (nk)
 		unregister_kprobes(kps, nk);
@@ -899,8 +1044,10 @@ static u32 pt_choose(unsigned int backend, bool asked)
 	u32 uncovered = 0;
 
 	for (role = 0; role < PT_NR_ROLES; role++) {
-		bool any = false, found = false;
+		bool found = false;
 
+		if (role == PT_ROLE_NOLOCK && !pt_nolock_missed(out, nout))
+			continue;
 		for (alt = 0; alt < PT_MAX_ALTS && !found; alt++) {
 			unsigned int first = nout;
 			bool in_alt = false, ok = true;
@@ -930,19 +1077,20 @@ static u32 pt_choose(unsigned int backend, bool asked)
 				unregister_kprobes(kps, nk);
 			if (!in_alt)
 				continue;	/* not built for these headers */
-			any = true;
 			for (i = first; ok && i < nout; i++)
 				if (out[i].hook->off_hot_path &&
 				    pt_off_hot_path(out[i].hook))
 					ok = false;
 			if (ok && role == PT_ROLE_FREE && backend == PAGETRACE_BACKEND_KPROBE)
 				ok = !pt_free_check(&out[first], nout - first);
+			if (ok && role == PT_ROLE_NOLOCK)
+				ok = pt_nolock_seen(out[first].hook);
 			if (ok)
 				found = true;
 			else
 				nout = first;
 		}
-		if (found || !any || !pt_role_needed(role))
+		if (found || !pt_role_needed(role))
 			continue;
 		uncovered |= pt_role_bit[role];
 		if (asked && !READ_ONCE(pt_partial))
@@ -956,13 +1104,6 @@ static u32 pt_choose(unsigned int backend, bool asked)
 	}
 	out[nout].hook = NULL;
 	return uncovered;
-}
-
-/* The backend hook= asks for, auto resolved. */
-static unsigned int pt_resolve(unsigned int backend)
-{
-	return backend == PT_BACKEND_AUTO ? PAGETRACE_BACKEND_TRACEPOINT :
-					    backend;
 }
 
 /* Copy require= under the parameter lock: a write frees the old string. */
@@ -988,7 +1129,7 @@ static bool pt_required(void)
  */
 int pt_hooks_init(void)
 {
-	unsigned int want = pt_resolve(pt_hooks_backend());
+	unsigned int want = pt_hooks_backend();
 	bool partial = READ_ONCE(pt_partial);
 	struct kprobe kp;
 	unsigned int b;
@@ -1042,6 +1183,26 @@ static int pt_probe_register(struct pt_probe *p)
 			 */
 			.maxactive = max_t(int, 1024, 64 * num_possible_cpus()),
 		};
+#ifdef PT_BULK_HOOKS
+		/*
+		 * The bulk probe's rethook is published before the probe is
+		 * armed, so that no bulk call runs unseen by
+		 * pt_bulk_note_fallback() and reports its fallback twice.
+		 */
+		if (h->bulk) {
+			p->rp.kp.flags = KPROBE_FLAG_DISABLED;
+			ret = register_kretprobe(&p->rp);
+			if (ret)
+				break;
+			WRITE_ONCE(pt_bulk_rh, p->rp.rh);
+			ret = enable_kretprobe(&p->rp);
+			if (ret) {
+				unregister_kretprobe(&p->rp);
+				WRITE_ONCE(pt_bulk_rh, NULL);
+			}
+			break;
+		}
+#endif
 		ret = register_kretprobe(&p->rp);
 		break;
 	case PT_TRACEPOINT:
@@ -1061,10 +1222,6 @@ static int pt_probe_register(struct pt_probe *p)
 		return ret;
 	}
 	p->registered = true;
-#ifdef PT_HAVE_BULK
-	if (h->bulk)
-		WRITE_ONCE(pt_bulk_rh, p->rp.rh);
-#endif
 	return 0;
 }
 
@@ -1107,29 +1264,27 @@ static void pt_probes_unregister(void)
 
 /**
  * pt_hooks_register - attach the probes of the backend hook= asks for
- * @backend: PAGETRACE_BACKEND_* or PT_BACKEND_AUTO; on success, the
- *	     backend attached
+ * @backend: PAGETRACE_BACKEND_*, from pt_hooks_backend()
  * @uncovered: on success, PAGETRACE_UNCOVERED_*: what the session's hooks
  *	       cannot see (never anything without partial=1)
  *
  * Return: 0, or the first error after undoing what was attached; the
  * kernel log names the symbol that failed.
  */
-int pt_hooks_register(unsigned int *backend, u32 *uncovered)
+int pt_hooks_register(unsigned int backend, u32 *uncovered)
 {
 	bool partial = READ_ONCE(pt_partial);
 	const struct pt_choice *chosen;
 	unsigned int i;
 	int ret;
 
-	*backend = pt_resolve(*backend);
-	*uncovered = pt_uncovered[*backend];
+	*uncovered = pt_uncovered[backend];
 	if (*uncovered && !partial) {
 		pr_err("pagetrace: hook=%s cannot record every page on %s (see the messages at load; partial=1 traces without them)\n",
-		       pt_backend_names[*backend], init_utsname()->release);
+		       pt_backend_names[backend], init_utsname()->release);
 		return -EOPNOTSUPP;
 	}
-	chosen = pt_chosen[*backend];
+	chosen = pt_chosen[backend];
 	for (pt_nr_probes = 0; chosen[pt_nr_probes].hook; pt_nr_probes++) {
 		pt_probes[pt_nr_probes].hook = chosen[pt_nr_probes].hook;
 		pt_probes[pt_nr_probes].int3 = chosen[pt_nr_probes].int3;
@@ -1166,7 +1321,7 @@ void pt_hooks_unregister(void)
 	if (pt_have_tracepoints)
 		tracepoint_synchronize_unregister();
 	pt_have_tracepoints = false;
-#ifdef PT_HAVE_BULK
+#ifdef PT_BULK_HOOKS
 	WRITE_ONCE(pt_bulk_rh, NULL);
 #endif
 }

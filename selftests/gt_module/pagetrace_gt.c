@@ -31,6 +31,7 @@
 #include <linux/ftrace.h>
 #include <linux/gfp.h>
 #include <linux/irq_work.h>
+#include <linux/kprobes.h>
 #include <linux/kernel.h>
 #include <linux/list.h>
 #include <linux/mm.h>
@@ -538,6 +539,153 @@ static void gt_hardirq(const char *op)
 }
 
 /*
+ * The allocator that runs in any context (6.15+), as BPF programs use it:
+ * alloc_pages_nolock() took a gfp argument later on.
+ */
+#ifdef GT_HAVE_NOLOCK
+#ifdef GT_HAVE_NOLOCK_GFP
+#define gt_nolock_alloc()	alloc_pages_nolock(0, NUMA_NO_NODE, 0)
+#else
+#define gt_nolock_alloc()	alloc_pages_nolock(NUMA_NO_NODE, 0)
+#endif
+#endif
+
+static void gt_nolock(const char *op)
+{
+#ifdef GT_HAVE_NOLOCK
+	struct page *page;
+	u64 t0, t1;
+
+	GT_TIMED(page = gt_nolock_alloc());
+	if (!page)
+		return gt_skip(op, "alloc_pages_nolock failed");
+	gt_event(op, "alloc", page_to_pfn(page), 1, t0, t1);
+	/* free_pages_nolock() is not exported: an ordinary free. */
+	GT_TIMED(__free_page(page));
+	gt_event(op, "free", page_to_pfn(page), 1, t0, t1);
+#else
+	gt_skip(op, "no alloc_pages_nolock() before 6.15");
+#endif
+}
+
+/*
+ * Allocations that come while pagetrace is writing an event on the same
+ * CPU, as an NMI or a BPF program on a kprobe can make them: a kprobe on a
+ * function the writer calls allocates a page, in this task only.
+ *  reenter_nmi     irq_work_queue(), called as a buffer closes (to wake
+ *                  the reader); it has no ftrace site, so its kprobe is a
+ *                  breakpoint, whose handler runs as an NMI
+ *  reenter_kprobe  stack_trace_save(), called for a sampled allocation's
+ *                  call stack (the test samples every one): an ftrace
+ *                  site, so the handler runs where the writer does
+ * The op meanwhile allocates and frees enough pages to close buffers of a
+ * few KiB, and frees the probe's pages at the end (PREEMPT_RT frees none
+ * with preemption off).  Each page the probe allocated is reported; the
+ * test expects each event either traced or counted lost, never gone
+ * silently.
+ */
+#define GT_REENTER_MAX	256
+
+static struct {
+	struct task_struct	*task;
+	unsigned int		n;
+	struct page		*page[GT_REENTER_MAX];
+	u64			t[GT_REENTER_MAX][4];
+} gt_reenter_state;
+
+static int gt_reenter_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	unsigned int i = gt_reenter_state.n;
+	struct page *page;
+	u64 *t;
+
+	if (current != READ_ONCE(gt_reenter_state.task) || i >= GT_REENTER_MAX)
+		return 0;
+	t = gt_reenter_state.t[i];
+	t[0] = local_clock();
+#ifdef GT_HAVE_NOLOCK
+	page = gt_nolock_alloc();
+#else
+	page = alloc_page(GFP_ATOMIC | __GFP_NOWARN);
+#endif
+	t[1] = local_clock();
+	if (!page)
+		return 0;
+	gt_reenter_state.page[i] = page;
+	gt_reenter_state.n = i + 1;
+	return 0;
+}
+
+static void gt_reenter(const char *op, const char *symbol)
+{
+	struct kprobe kp = { .symbol_name = symbol,
+			     .pre_handler = gt_reenter_pre,
+			     .flags = KPROBE_FLAG_DISABLED };
+	unsigned int i;
+	u64 t0, t1;
+	int ret;
+
+#ifndef GT_HAVE_NOLOCK
+	/* GFP_ATOMIC takes sleeping locks there, with preemption off. */
+	if (IS_ENABLED(CONFIG_PREEMPT_RT))
+		return gt_skip(op, "PREEMPT_RT: no allocator for preemption off before 6.15");
+#endif
+	ret = register_kprobe(&kp);
+	if (ret) {
+		gt_line("%s skip cannot probe %s: %d\n", op, symbol, ret);
+		return;
+	}
+#ifndef GT_HAVE_NOLOCK
+	/* A breakpoint's handler runs as an NMI, where GFP_ATOMIC is no good. */
+	if (!(kp.flags & KPROBE_FLAG_FTRACE)) {
+		unregister_kprobe(&kp);
+		gt_line("%s skip %s: a breakpoint, run as an NMI: no allocator there before 6.15\n",
+			op, symbol);
+		return;
+	}
+#endif
+	gt_reenter_state.n = 0;
+	WRITE_ONCE(gt_reenter_state.task, current);
+	enable_kprobe(&kp);
+	/* Order 1, so that no event of ours looks like one of the probe's. */
+	for (i = 0; i < 4096 && gt_reenter_state.n < GT_REENTER_MAX; i++) {
+		struct page *page = alloc_pages(GFP_KERNEL | __GFP_NOWARN, 1);
+
+		if (page)
+			__free_pages(page, 1);
+		cond_resched();
+	}
+	unregister_kprobe(&kp);
+	WRITE_ONCE(gt_reenter_state.task, NULL);
+	for (i = 0; i < gt_reenter_state.n; i++) {
+		u64 *t = gt_reenter_state.t[i];
+
+		GT_TIMED(__free_page(gt_reenter_state.page[i]));
+		t[2] = t0;
+		t[3] = t1;
+	}
+	for (i = 0; i < gt_reenter_state.n; i++) {
+		const u64 *t = gt_reenter_state.t[i];
+		unsigned long pfn = page_to_pfn(gt_reenter_state.page[i]);
+
+		gt_event(op, "alloc", pfn, 1, t[0], t[1]);
+		gt_event(op, "free", pfn, 1, t[2], t[3]);
+	}
+	if (!gt_reenter_state.n)
+		gt_line("%s skip the probe on %s allocated nothing\n", op, symbol);
+}
+
+static void gt_reenter_nmi(const char *op)
+{
+	gt_reenter(op, "irq_work_queue");
+}
+
+static void gt_reenter_kprobe(const char *op)
+{
+	gt_reenter(op, "stack_trace_save");
+}
+
+/*
  * A marker for tests that compare tracers: an order-7 block, which nothing
  * else in an idle VM allocates, brackets a window on the calling CPU.
  */
@@ -723,6 +871,9 @@ static const struct gt_op {
 	{ "hardirq",		gt_hardirq },
 	{ "marker",		gt_marker },
 	{ "contig",		gt_contig },
+	{ "nolock",		gt_nolock },
+	{ "reenter_nmi",	gt_reenter_nmi },
+	{ "reenter_kprobe",	gt_reenter_kprobe },
 	{ "ipmodify_on",	gt_ipmodify_on },
 	{ "ipmodify_off",	gt_ipmodify_off },
 };
