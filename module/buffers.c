@@ -99,8 +99,7 @@ static void pt_flush_ipi(void *info)
 	struct pt_session *sess = info;
 	struct pt_cpu *c = &sess->cpus[smp_processor_id()];
 
-	/* An IPI never finds the writer busy: its interrupts were off. */
-	if (pt_writer_enter(c)) {
+	if (pt_writer_claim(c)) {
 		pt_flush_one(c);
 		pt_writer_exit(c);
 	}
@@ -116,7 +115,7 @@ static void pt_add_missed_ipi(void *info)
 	struct pt_missed *m = info;
 	struct pt_cpu *c = &m->sess->cpus[smp_processor_id()];
 
-	if (pt_writer_enter(c)) {
+	if (pt_writer_claim(c)) {
 		c->lost += m->count;
 		c->stats.lost += m->count;
 		pt_writer_exit(c);

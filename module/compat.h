@@ -39,8 +39,11 @@
 #define PT_BULK_ALLOCATOR	false
 #endif
 
-#ifdef PT_BULK_HOOKS
+#ifdef CONFIG_KRETPROBE_ON_RETHOOK
 #include <linux/rethook.h>
+#endif
+
+#ifdef PT_BULK_HOOKS
 /* (gfp, nid, nodemask, nr_pages, page_list, page_array); 6.14 drops the list */
 #ifdef PT_HAVE_BULK_LIST
 #define PT_BULK_LIST_ARG(regs)	((void *)regs_get_kernel_argument(regs, 4))

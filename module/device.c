@@ -230,7 +230,8 @@ static long pt_ioctl_stats(struct pt_session *sess, void __user *arg)
 		/*
 		 * Events NMIs dropped that the writer has not counted yet
 		 * (pt_writer_fold()): the counted part first, as it never
-		 * passes the total.
+		 * passes the total.  A fold between the reads below counts
+		 * some twice in this snapshot (of a live session) only.
 		 */
 		u64 seen = READ_ONCE(c->nested_seen);
 		u64 nmi = (u64)local_read(&c->nested) - seen;

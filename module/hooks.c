@@ -28,9 +28,9 @@
  *                is __alloc_frozen_pages_noprof (7.x), __alloc_pages_noprof
  *                (6.10+), __alloc_pages (5.13+) or __alloc_pages_nodemask.
  *                Every allocation but the bulk allocator's and
- *                compaction's ends there (on 6.15-7.2 the kprobe
- *                backend's entry point misses alloc_pages_nolock(),
- *                which the tracepoint sees: a known gap).
+ *                compaction's ends there; on 6.15-7.2 but for
+ *                alloc_pages_nolock(), which the kprobe backend then
+ *                takes with one more kretprobe (pt_nolock_missed()).
  *  frees         tracepoint mm_page_free, fired in free_pages_prepare(),
  *                which the kernel inlines into each free path; or kprobes
  *                on those paths, one set per generation of the allocator:
@@ -227,6 +227,66 @@ static struct pt_origin pt_return_origin(struct kretprobe_instance *ri,
 }
 
 /*
+ * Calls in flight.  Where kretprobes run on rethook (x86 since 5.18), each
+ * call of a kretprobed function pushes a node on the calling task's
+ * rethook list at entry and pops it at return; a node of a probe's
+ * rethook marks a task inside that function, and its kretprobe instance
+ * holds the call's data.  Only the task itself, and interrupts on its CPU
+ * (which pop what they push before they return), change the list, so with
+ * interrupts off it holds still.  The rethooks we look for are published
+ * (pt_probe_register()) before their probe is armed, and only compared,
+ * never dereferenced.
+ */
+#ifdef CONFIG_KRETPROBE_ON_RETHOOK
+#define PT_CALLS_IN_FLIGHT	1
+
+/* The data of the current task's innermost call through @rh, or NULL. */
+static void *pt_call_data(const struct rethook *rh)
+{
+	struct llist_node *n;
+
+	lockdep_assert_irqs_disabled();
+	if (!rh)
+		return NULL;
+	for (n = current->rethooks.first; n; n = n->next) {
+		struct rethook_node *rn = container_of(n, struct rethook_node,
+						       llist);
+
+		if (rn->rethook == rh)
+			return container_of(rn, struct kretprobe_instance,
+					    node)->data;
+	}
+	return NULL;
+}
+#endif
+
+/*
+ * The context a hook runs in: NMI and hardirq nesting, and whether a
+ * softirq is being served (task, bottom halves disabled or not, counts as
+ * task).  A call and the allocations it makes run in one context; an
+ * interrupt that allocates while a call of the task it interrupted is on
+ * the task's rethook list runs in another.
+ */
+static unsigned int pt_context(void)
+{
+	return (preempt_count() & (NMI_MASK | HARDIRQ_MASK)) |
+	       (in_serving_softirq() ? SOFTIRQ_OFFSET : 0);
+}
+
+/*
+ * The context of the function a kprobe handler probes.  A kprobe that is
+ * a breakpoint runs its handler as an NMI (one that the kprobe core
+ * turned into a jump does not): the caller's context is the handler's
+ * without it.  For probes on functions no real NMI calls.
+ */
+static unsigned int pt_probed_context(void)
+{
+	unsigned int ctx = pt_context();
+
+	return in_nmi() ? ctx - (NMI_OFFSET + HARDIRQ_OFFSET) : ctx;
+}
+
+/*
  * The bulk allocator, bulk(gfp, nid, nodemask, nr_pages, page_list,
  * page_array) (the list is gone in 6.14; its argument slot then holds
  * page_array).
@@ -251,47 +311,8 @@ struct pt_bulk_data {
 	DECLARE_BITMAP(empty, PT_BULK_SLOTS);
 };
 
-/*
- * The bulk kretprobe's rethook, published before the probe is armed (see
- * pt_probe_register()), and only compared, never dereferenced.
- */
+/* The bulk kretprobe's rethook: see "Calls in flight" above. */
 static struct rethook *pt_bulk_rh;
-
-/*
- * The context a hook runs in: NMI and hardirq nesting, and whether a
- * softirq is being served (task, bottom halves disabled or not, counts as
- * task).  A bulk call and the allocation its fallback makes run in one
- * context; an interrupt that allocates while a bulk call of the task it
- * interrupted is on the task's rethook list runs in another.
- */
-static unsigned int pt_context(void)
-{
-	return (preempt_count() & (NMI_MASK | HARDIRQ_MASK)) |
-	       (in_serving_softirq() ? SOFTIRQ_OFFSET : 0);
-}
-
-/*
- * The current task's innermost bulk call, or NULL.  Each call of a
- * kretprobed function pushes a node on the task's rethook list at entry
- * and pops it at return.  Only the task itself, and interrupts on its CPU
- * (which pop what they push before they return), change the list, so
- * with interrupts off it holds still.
- */
-static struct pt_bulk_data *pt_bulk_current(void)
-{
-	struct llist_node *n;
-
-	lockdep_assert_irqs_disabled();
-	for (n = current->rethooks.first; n; n = n->next) {
-		struct rethook_node *rn = container_of(n, struct rethook_node,
-						       llist);
-
-		if (rn->rethook == pt_bulk_rh)
-			return (void *)container_of(rn, struct kretprobe_instance,
-						    node)->data;
-	}
-	return NULL;
-}
 
 /*
  * A page the allocator returned: the bulk fallback's if the innermost bulk
@@ -306,7 +327,7 @@ static void pt_bulk_note_fallback(struct page *page)
 	if (!READ_ONCE(pt_bulk_rh) || !READ_ONCE(current->rethooks.first))
 		return;
 	local_irq_save(flags);
-	d = pt_bulk_current();
+	d = pt_call_data(READ_ONCE(pt_bulk_rh));
 	if (d && d->context == pt_context())
 		d->fallback = page;
 	local_irq_restore(flags);
@@ -317,13 +338,7 @@ static int notrace pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *
 	struct pt_bulk_data *d = (void *)ri->data;
 	int i;
 
-	/*
-	 * A kprobe that is a breakpoint runs its handler as an NMI: the
-	 * caller's context is the handler's without it.
-	 */
-	d->context = pt_context();
-	if (!(get_kretprobe(ri)->kp.flags & KPROBE_FLAG_FTRACE))
-		d->context -= NMI_OFFSET + HARDIRQ_OFFSET;
+	d->context = pt_probed_context();
 	d->nr = regs_get_kernel_argument(regs, 3);
 	d->list = PT_BULK_LIST_ARG(regs);
 	d->array = PT_BULK_ARRAY_ARG(regs);
@@ -442,13 +457,43 @@ static void notrace pt_tp_free(void *data, struct page *page, unsigned int order
  */
 struct pt_contig_data {
 	unsigned long start;
+	unsigned int context;	/* pt_probed_context() of the call */
 };
+
+/* The contig kretprobe's rethook: see "Calls in flight" above. */
+static struct rethook *pt_contig_rh;
 
 static int notrace pt_contig_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	((struct pt_contig_data *)ri->data)->start =
-		regs_get_kernel_argument(regs, 1);
+	struct pt_contig_data *d = (void *)ri->data;
+
+	d->start = regs_get_kernel_argument(regs, 1);
+	d->context = pt_probed_context();
 	return 0;
+}
+
+/*
+ * Whether a post_alloc_hook() the probe sees comes from the current
+ * task's isolate_freepages_range() (where the split of its blocks calls
+ * it out of line), which reports its whole range at return.
+ */
+static bool pt_in_contig(void)
+{
+#ifdef PT_CALLS_IN_FLIGHT
+	struct pt_contig_data *d;
+	unsigned long flags;
+	bool in;
+
+	if (!READ_ONCE(pt_contig_rh) || !READ_ONCE(current->rethooks.first))
+		return false;
+	local_irq_save(flags);
+	d = pt_call_data(READ_ONCE(pt_contig_rh));
+	in = d && d->context == pt_probed_context();
+	local_irq_restore(flags);
+	return in;
+#else
+	return false;
+#endif
 }
 
 static int notrace pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -538,6 +583,8 @@ static int notrace pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 	struct pt_origin origin = { regs };
 
 	pt_check_alloc(page);
+	if (pt_in_contig())
+		return 0;
 	pt_emit_alloc(page_to_pfn(page),
 		      1UL << (unsigned int)regs_get_kernel_argument(regs, 1),
 		      &origin);
@@ -673,7 +720,7 @@ struct pt_hook {
 	kretprobe_handler_t	entry;		/* PT_KRETPROBE */
 	kretprobe_handler_t	ret;
 	size_t			data_size;
-	bool			bulk;		/* publish the rethook */
+	struct rethook		**calls;	/* published: "Calls in flight" */
 	void			*tp_probe;	/* PT_TRACEPOINT */
 };
 
@@ -688,12 +735,18 @@ struct pt_hook {
 #define PT_BULK(alt, sym)						\
 	{ PT_ROLE_BULK, alt, PT_ON_ALL, PT_KRETPROBE, sym,		\
 	  .entry = pt_bulk_entry, .ret = pt_bulk_return,		\
-	  .data_size = sizeof(struct pt_bulk_data), .bulk = true }
+	  .data_size = sizeof(struct pt_bulk_data), .calls = &pt_bulk_rh }
+
+#define PT_NOLOCK(alt, sym)						\
+	{ PT_ROLE_NOLOCK, alt, PT_ON_KPROBE, PT_KRETPROBE, sym,		\
+	  .entry = pt_nolock_entry, .ret = pt_alloc_return,		\
+	  .data_size = sizeof(struct pt_alloc_data) }
 
 #define PT_CONTIG(alt)							\
 	{ PT_ROLE_COMPACT, alt, PT_ON_ALL, PT_KRETPROBE,		\
 	  "isolate_freepages_range", .entry = pt_contig_entry,		\
-	  .ret = pt_contig_return, .data_size = sizeof(struct pt_contig_data) }
+	  .ret = pt_contig_return, .data_size = sizeof(struct pt_contig_data), \
+	  .calls = &pt_contig_rh }
 
 static const struct pt_hook pt_hook_table[] = {
 	PT_TP(PT_ROLE_ALLOC, "mm_page_alloc", pt_tp_alloc),
@@ -722,13 +775,16 @@ static const struct pt_hook pt_hook_table[] = {
 #endif
 
 #ifdef PT_HAVE_NOLOCK
-	/* Only where the entry point above misses them: pt_nolock_seen(). */
-	{ PT_ROLE_NOLOCK, 0, PT_ON_KPROBE, PT_KRETPROBE,
-	  "alloc_frozen_pages_nolock_noprof", .entry = pt_nolock_entry,
-	  .ret = pt_alloc_return, .data_size = sizeof(struct pt_alloc_data) },
-	{ PT_ROLE_NOLOCK, 1, PT_ON_KPROBE, PT_KRETPROBE,
-	  "alloc_pages_nolock_noprof", .entry = pt_nolock_entry,
-	  .ret = pt_alloc_return, .data_size = sizeof(struct pt_alloc_data) },
+	/* Only where the entry point above misses them: pt_nolock_missed(). */
+	/*
+	 * The frozen variant, which the other calls and slab calls too; both,
+	 * where it is inlined into the other but kept for slab; the other.
+	 * Each set is checked to see every page once: pt_nolock_check().
+	 */
+	PT_NOLOCK(0, "alloc_frozen_pages_nolock_noprof"),
+	PT_NOLOCK(1, "alloc_pages_nolock_noprof"),
+	PT_NOLOCK(1, "alloc_frozen_pages_nolock_noprof"),
+	PT_NOLOCK(2, "alloc_pages_nolock_noprof"),
 #endif
 
 #ifdef PT_BULK_HOOKS
@@ -907,53 +963,124 @@ static int pt_off_hot_path(const struct pt_hook *h)
 	return ret;
 }
 
+/* Instances for a kretprobe on an allocator function: see pt_probe_register(). */
+static int pt_maxactive(void)
+{
+	/* Allocations sleep, so many calls may be in flight. */
+	return max_t(int, 1024, 64 * num_possible_cpus());
+}
+
 /*
- * Whether the kretprobe @h sees, exactly once, a page this task allocates
- * with alloc_pages_nolock().  The allocator's entry point saw those on
- * 6.15-7.2 only where alloc_pages_nolock() went through it (7.3 does; 7.2
- * calls the allocator's internals itself), so the kprobe backend asks the
- * running kernel.
+ * How many times the kretprobes @hooks[0..@n) see a page this task
+ * allocates with alloc_pages_nolock(), or -EAGAIN if that cannot be told
+ * this time: the allocation failed (it may, by design: trylocks, the min
+ * watermark) or a probe missed a call for want of an instance.
  */
-static bool pt_nolock_seen(const struct pt_hook *h)
+static int pt_nolock_sightings(const struct pt_hook *const *hooks,
+			       unsigned int n)
 {
 #ifdef PT_HAVE_NOLOCK
-	struct kretprobe rp = { .kp.symbol_name = h->symbol,
-				.entry_handler = h->entry, .handler = h->ret,
-				.data_size = h->data_size, .maxactive = 16 };
-	unsigned int i, n, seen = 0;
+	static struct kretprobe rp[3];
+	struct kretprobe *rps[3];
+	unsigned int i, nseen, missed = 0;
 	struct page *page = NULL;
+	int ret, seen = 0;
 
+	for (i = 0; i < n; i++) {
+		rp[i] = (struct kretprobe){
+			.kp.symbol_name = hooks[i]->symbol,
+			.entry_handler = hooks[i]->entry,
+			.handler = hooks[i]->ret,
+			.data_size = hooks[i]->data_size,
+			.maxactive = pt_maxactive(),
+		};
+		rps[i] = &rp[i];
+	}
 	memset(pt_check_seen, 0, sizeof(pt_check_seen));
 	atomic_set(&pt_check_nseen, 0);
 	WRITE_ONCE(pt_check_task, current);
-	if (!register_kretprobe(&rp)) {
+	ret = register_kretprobes(rps, n);
+	if (!ret) {
 		page = pt_nolock_alloc();
-		unregister_kretprobe(&rp);
+		unregister_kretprobes(rps, n);
+		for (i = 0; i < n; i++)
+			missed += rp[i].nmissed + rp[i].kp.nmissed;
 	}
 	WRITE_ONCE(pt_check_task, NULL);
+	if (ret)
+		return ret;
 	if (!page)
-		return false;
-	n = min_t(unsigned int, atomic_read(&pt_check_nseen),
-		  ARRAY_SIZE(pt_check_seen));
-	for (i = 0; i < n; i++)
+		return -EAGAIN;
+	nseen = min_t(unsigned int, atomic_read(&pt_check_nseen),
+		      ARRAY_SIZE(pt_check_seen));
+	for (i = 0; i < nseen; i++)
 		seen += pt_check_seen[i] == page;
 	__free_page(page);	/* free_pages_nolock() is not exported */
-	return seen == 1;
+	return missed ? -EAGAIN : seen;
 #else
-	return true;
+	return 1;
 #endif
 }
 
-/* Whether the allocation hook chosen among @out misses nolock pages. */
-static bool pt_nolock_missed(const struct pt_choice *out, unsigned int n)
+/* pt_nolock_sightings(), tried again while it cannot tell. */
+static int pt_nolock_count(const struct pt_hook *const *hooks, unsigned int n)
+{
+	int try, ret = -EAGAIN;
+
+	for (try = 0; try < 5 && ret == -EAGAIN; try++)
+		ret = pt_nolock_sightings(hooks, n);
+	return ret;
+}
+
+/* The kprobe backend's allocation hook among the @n chosen in @out. */
+static const struct pt_hook *pt_alloc_choice(const struct pt_choice *out,
+					     unsigned int n)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		if (out[i].hook->role == PT_ROLE_ALLOC)
-			return out[i].hook->kind == PT_KRETPROBE &&
-			       !pt_nolock_seen(out[i].hook);
-	return false;
+		if (out[i].hook->role == PT_ROLE_ALLOC &&
+		    out[i].hook->kind == PT_KRETPROBE)
+			return out[i].hook;
+	return NULL;
+}
+
+/*
+ * Whether the kprobe backend's entry point (chosen among @out) misses the
+ * pages of alloc_pages_nolock().  7.3 sends those through it; 6.15 to 7.2
+ * call the allocator's internals themselves.  Asked of the running kernel
+ * on a page of our own; if it cannot tell, the entry point is trusted and
+ * the log says so.
+ */
+static bool pt_nolock_missed(const struct pt_choice *out, unsigned int n)
+{
+	const struct pt_hook *alloc = pt_alloc_choice(out, n);
+	int seen;
+
+	if (!alloc)
+		return false;
+	seen = pt_nolock_count(&alloc, 1);
+	if (seen < 0)
+		pr_warn("pagetrace: hook=kprobe: cannot tell whether %s sees alloc_pages_nolock() (%d); assuming it does\n",
+			alloc->symbol, seen);
+	return !seen;
+}
+
+/*
+ * Whether the nolock hooks from @first on, beside the entry point, see
+ * each alloc_pages_nolock() page exactly once.
+ */
+static bool pt_nolock_check(const struct pt_choice *out, unsigned int first,
+			    unsigned int n)
+{
+	const struct pt_hook *hooks[3] = { pt_alloc_choice(out, first) };
+	unsigned int i;
+
+	if (!hooks[0] || n - first > 2)
+		return false;
+	for (i = first; i < n; i++)
+		hooks[1 + i - first] = out[i].hook;
+	return pt_nolock_count(hooks, 1 + n - first) == 1;
 }
 
 /*
@@ -1084,7 +1211,7 @@ static u32 pt_choose(unsigned int backend, bool asked)
 			if (ok && role == PT_ROLE_FREE && backend == PAGETRACE_BACKEND_KPROBE)
 				ok = !pt_free_check(&out[first], nout - first);
 			if (ok && role == PT_ROLE_NOLOCK)
-				ok = pt_nolock_seen(out[first].hook);
+				ok = pt_nolock_check(out, first, nout);
 			if (ok)
 				found = true;
 			else
@@ -1177,28 +1304,25 @@ static int pt_probe_register(struct pt_probe *p)
 			.entry_handler = h->entry,
 			.handler = h->ret,
 			.data_size = h->data_size,
-			/*
-			 * Allocations sleep, so many calls may be in flight;
-			 * an instance short is a counted miss.
-			 */
-			.maxactive = max_t(int, 1024, 64 * num_possible_cpus()),
+			/* An instance short is a counted miss. */
+			.maxactive = pt_maxactive(),
 		};
-#ifdef PT_BULK_HOOKS
+#ifdef PT_CALLS_IN_FLIGHT
 		/*
-		 * The bulk probe's rethook is published before the probe is
-		 * armed, so that no bulk call runs unseen by
-		 * pt_bulk_note_fallback() and reports its fallback twice.
+		 * A rethook others look for is published before the probe is
+		 * armed, so that no call runs unseen by them (a bulk call's
+		 * fallback page would be reported twice).
 		 */
-		if (h->bulk) {
+		if (h->calls) {
 			p->rp.kp.flags = KPROBE_FLAG_DISABLED;
 			ret = register_kretprobe(&p->rp);
 			if (ret)
 				break;
-			WRITE_ONCE(pt_bulk_rh, p->rp.rh);
+			WRITE_ONCE(*h->calls, p->rp.rh);
 			ret = enable_kretprobe(&p->rp);
 			if (ret) {
 				unregister_kretprobe(&p->rp);
-				WRITE_ONCE(pt_bulk_rh, NULL);
+				WRITE_ONCE(*h->calls, NULL);
 			}
 			break;
 		}
@@ -1324,6 +1448,7 @@ void pt_hooks_unregister(void)
 #ifdef PT_BULK_HOOKS
 	WRITE_ONCE(pt_bulk_rh, NULL);
 #endif
+	WRITE_ONCE(pt_contig_rh, NULL);
 }
 
 /* Probe hits dropped by the kprobe core in this session so far. */

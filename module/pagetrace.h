@@ -20,6 +20,7 @@
 
 #include <asm/byteorder.h>
 #include <asm/local.h>
+#include <linux/bug.h>
 #include <linux/cache.h>
 #include <linux/irq_work.h>
 #include <linux/kprobes.h>
@@ -107,10 +108,12 @@ struct pt_filter {
  *    mode IPIs), or, while the CPU is offline and so cannot run a writer,
  *    by a flusher holding sess->flush_lock and cpus_read_lock().  No lock.
  *    Interrupts off do not keep out an NMI, and since 6.15 an NMI may
- *    allocate and free pages (alloc_pages_nolock()): the owner sets @busy
- *    around every change (pt_writer_enter()), and an event that finds it
- *    set is not written but counted in @nested, a local_t the NMI alone
- *    increments; the owner adds it to the losses (pt_writer_fold()).
+ *    allocate and free pages (alloc_pages_nolock()); nor do they keep out
+ *    a kprobe (or BPF program) on a function the writer calls that
+ *    allocates.  So the owner sets @busy around every change
+ *    (pt_writer_enter()), and an event that finds it set is not written
+ *    but counted in @nested, a local_t that only such events increment;
+ *    the owner adds it to the losses (pt_writer_fold()).
  *  - @meta->produced is written only by the writer side, with
  *    smp_store_release() after the chunk header, its words and the meta
  *    counters are complete; readers (kernel or user) load it with acquire
@@ -182,6 +185,20 @@ static __always_inline bool pt_writer_enter(struct pt_cpu *c)
 	}
 	WRITE_ONCE(c->busy, true);
 	/* The flag is in memory before any store an NMI could tear. */
+	barrier();
+	return true;
+}
+
+/*
+ * pt_writer_claim - pt_writer_enter() for the flush IPIs, which run with
+ * interrupts off and so never find the flag set; they have no event to
+ * count if they did.
+ */
+static __always_inline bool pt_writer_claim(struct pt_cpu *c)
+{
+	if (WARN_ON_ONCE(READ_ONCE(c->busy)))
+		return false;
+	WRITE_ONCE(c->busy, true);
 	barrier();
 	return true;
 }

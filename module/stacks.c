@@ -32,8 +32,9 @@
  * definition with it; @defined remembers which chunk (seq + 1) last did.
  *
  * Concurrency: a CPU's table and its scratch are touched only by that
- * CPU's writer, with interrupts off (pt_emit()); NMIs do not allocate
- * pages.  Nothing else reads them while the probes are attached.
+ * CPU's writer, with interrupts off and its busy flag set (pt_emit(),
+ * pt_writer_enter()), which an NMI's event respects.  Nothing else reads
+ * them while the probes are attached.
  *
  * Where the stack comes from:
  *  - a kprobe or kretprobe: unwinding from the probe's registers, as perf

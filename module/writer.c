@@ -107,7 +107,8 @@ void pt_writer_fold(struct pt_cpu *c)
 
 	if (likely(!n))
 		return;
-	c->nested_seen += n;
+	/* Read from other CPUs by the stats ioctl. */
+	WRITE_ONCE(c->nested_seen, c->nested_seen + n);
 	c->lost += n;
 	c->stats.lost += n;
 	c->stats.attempts += n;

@@ -574,7 +574,8 @@ static void gt_nolock(const char *op)
  * function the writer calls allocates a page, in this task only.
  *  reenter_nmi     irq_work_queue(), called as a buffer closes (to wake
  *                  the reader); it has no ftrace site, so its kprobe is a
- *                  breakpoint, whose handler runs as an NMI
+ *                  breakpoint (kept one by a post handler), whose handler
+ *                  runs as an NMI
  *  reenter_kprobe  stack_trace_save(), called for a sampled allocation's
  *                  call stack (the test samples every one): an ftrace
  *                  site, so the handler runs where the writer does
@@ -585,6 +586,16 @@ static void gt_nolock(const char *op)
  * silently.
  */
 #define GT_REENTER_MAX	256
+
+/*
+ * Where the probed function must return to for the probe to allocate:
+ * pagetrace.ko's memory, set by the test; 0, 0: anywhere.  Others in this
+ * task call stack_trace_save() too (lockdep, KASAN, page_owner), from
+ * places where allocating is no good.
+ */
+static unsigned long gt_reenter_lo, gt_reenter_hi;
+module_param_named(reenter_lo, gt_reenter_lo, ulong, 0600);
+module_param_named(reenter_hi, gt_reenter_hi, ulong, 0600);
 
 static struct {
 	struct task_struct	*task;
@@ -599,7 +610,12 @@ static int gt_reenter_pre(struct kprobe *p, struct pt_regs *regs)
 	struct page *page;
 	u64 *t;
 
+	unsigned long caller = regs_get_kernel_stack_nth(regs, 0);
+
 	if (current != READ_ONCE(gt_reenter_state.task) || i >= GT_REENTER_MAX)
+		return 0;
+	/* At the function's entry, the stack's top is the return address. */
+	if (gt_reenter_hi && (caller < gt_reenter_lo || caller >= gt_reenter_hi))
 		return 0;
 	t = gt_reenter_state.t[i];
 	t[0] = local_clock();
@@ -616,10 +632,18 @@ static int gt_reenter_pre(struct kprobe *p, struct pt_regs *regs)
 	return 0;
 }
 
-static void gt_reenter(const char *op, const char *symbol)
+/* Keeps a breakpoint a breakpoint: the kprobe core optimizes none with one. */
+static void gt_reenter_post(struct kprobe *p, struct pt_regs *regs,
+			    unsigned long flags)
+{
+}
+
+static void gt_reenter(const char *op, const char *symbol,
+		       kprobe_post_handler_t post)
 {
 	struct kprobe kp = { .symbol_name = symbol,
 			     .pre_handler = gt_reenter_pre,
+			     .post_handler = post,
 			     .flags = KPROBE_FLAG_DISABLED };
 	unsigned int i;
 	u64 t0, t1;
@@ -677,12 +701,12 @@ static void gt_reenter(const char *op, const char *symbol)
 
 static void gt_reenter_nmi(const char *op)
 {
-	gt_reenter(op, "irq_work_queue");
+	gt_reenter(op, "irq_work_queue", gt_reenter_post);
 }
 
 static void gt_reenter_kprobe(const char *op)
 {
-	gt_reenter(op, "stack_trace_save");
+	gt_reenter(op, "stack_trace_save", NULL);
 }
 
 /*
@@ -704,27 +728,56 @@ static void gt_marker(const char *op) { gt_pages(op, GFP_KERNEL, 7); }
 #define GT_CONTIG_ORDINARY	MIGRATE_MOVABLE
 #endif
 
-static void gt_contig(const char *op)
+/*
+ * Before 5.19 alloc_contig_range() isolated whole MAX_ORDER blocks around
+ * the range, so a free pageblock next to a busy one failed: there the
+ * range is a largest block.  The last order the allocator hands out:
+ */
+#ifdef MAX_PAGE_ORDER
+#define GT_TOP_ORDER	MAX_PAGE_ORDER
+#else
+#define GT_TOP_ORDER	(MAX_ORDER - 1)	/* one below the top from 6.4 on: fine */
+#endif
+
+/* Free a block and take it back with alloc_contig_range(): 0 or -errno. */
+static int gt_contig_try(const char *op, unsigned int order, unsigned long *pfn)
 {
-	unsigned long pfn, i, n = 1UL << pageblock_order;
+	unsigned long n = 1UL << order;
 	struct page *page;
 	u64 t0, t1;
 	int ret;
 
 	/* The setup is reported too: under a coarse clock it shares windows. */
-	GT_TIMED(page = alloc_pages(GFP_KERNEL | __GFP_NOWARN, pageblock_order));
+	GT_TIMED(page = alloc_pages(GFP_KERNEL | __GFP_NOWARN, order));
 	if (!page)
-		return gt_skip(op, "no free pageblock");
-	pfn = page_to_pfn(page);
-	gt_event(op, "alloc", pfn, n, t0, t1);
-	GT_TIMED(__free_pages(page, pageblock_order));
-	gt_event(op, "free", pfn, n, t0, t1);
-	GT_TIMED(ret = alloc_contig_range(pfn, pfn + n, GT_CONTIG_ORDINARY,
+		return -ENOMEM;
+	*pfn = page_to_pfn(page);
+	gt_event(op, "alloc", *pfn, n, t0, t1);
+	GT_TIMED(__free_pages(page, order));
+	gt_event(op, "free", *pfn, n, t0, t1);
+	GT_TIMED(ret = alloc_contig_range(*pfn, *pfn + n, GT_CONTIG_ORDINARY,
 					  GFP_KERNEL | __GFP_NOWARN));
+	if (!ret)
+		/* The free block may have merged with its buddy: any covering one. */
+		gt_event(op, "alloc-cover", *pfn, n, t0, t1);
+	return ret;
+}
+
+static void gt_contig(const char *op)
+{
+	unsigned long pfn, i, n = 1UL << pageblock_order;
+	u64 t0, t1;
+	int ret;
+
+	ret = gt_contig_try(op, pageblock_order, &pfn);
+	if (ret && ret != -ENOMEM && GT_TOP_ORDER > pageblock_order) {
+		n = 1UL << GT_TOP_ORDER;
+		ret = gt_contig_try(op, GT_TOP_ORDER, &pfn);
+	}
+	if (ret == -ENOMEM)
+		return gt_skip(op, "no free pageblock");
 	if (ret)
 		return gt_skip(op, "alloc_contig_range failed");
-	/* The free block may have merged with its buddy: any covering one. */
-	gt_event(op, "alloc-cover", pfn, n, t0, t1);
 	GT_TIMED(free_contig_range(pfn, n));
 	for (i = 0; i < n; i++)
 		gt_event(op, "free", pfn + i, 1, t0, t1);
