@@ -64,7 +64,7 @@ KVER		?= $(shell scripts/kernels.sh 6.1 2>/dev/null || uname -r)
 KDIR		?= /lib/modules/$(KVER)/build
 KERNELS		?= 5.10 6.1 7.3 7.3-rt debug
 export KERNELS
-MATRIX_KERNELS	?= 5.10 5.10-rt 6.1 rt debug 6.12 trixie trixie-rt 7.3 7.3-rt sid
+MATRIX_KERNELS	?= 5.10 5.10-rt 6.1 rt cloud debug 6.12 trixie trixie-rt 7.3 7.3-rt 7.3-cloud sid
 BENCH_KERNELS	?= 6.1
 
 # A kernel of another Debian suite must be built by that suite's compiler

@@ -6,12 +6,14 @@
 #   6.1   the bookworm 6.1 kernel (always installed; naming it is harmless)
 #   6.12  the bookworm-backports kernel (adds the backports apt source)
 #   rt    the bookworm 6.1 PREEMPT_RT kernel
+#   cloud the bookworm 6.1 cloud kernel (no 9p: vm-run.sh shares a disk)
 #   debug what scripts/debug-kernel.sh needs to build a kernel from
 #         linux-source-6.1 (installed always) for `make check-debug`
 # Kernels of other suites, each in a chroot of its suite (see below):
 #   5.10, 5.10-rt         bullseye's linux-image-amd64, linux-image-rt-amd64
 #   trixie, trixie-rt     trixie's own 6.12 (not the backport)
-#   7.3, 7.3-rt           trixie-backports' linux-image-amd64, -rt-amd64
+#   7.3, 7.3-rt,          trixie-backports' linux-image-amd64, -rt-amd64,
+#   7.3-cloud             -cloud-amd64
 #   sid                   sid's linux-image-amd64
 #   oldest, newest, newest-rt: 5.10, 7.3, 7.3-rt (scripts/kernels.sh)
 #
@@ -201,6 +203,7 @@ chroot_flavour() {
 		;;
 	7.3|newest)        pkgs=(linux-image-amd64/trixie-backports linux-headers-amd64/trixie-backports) ;;
 	7.3-rt|newest-rt)  pkgs=(linux-image-rt-amd64/trixie-backports linux-headers-rt-amd64/trixie-backports) ;;
+	7.3-cloud)         pkgs=(linux-image-cloud-amd64/trixie-backports linux-headers-cloud-amd64/trixie-backports) ;;
 	esac
 	chroot_install "$dir" "${CHROOT_PKGS[@]}" "${pkgs[@]}"
 	exec {lock}>&-
@@ -239,13 +242,20 @@ for flavour in "$@"; do
 		install "$img" "${img/image/headers}"
 		apt-mark manual "$img" "${img/image/headers}" >/dev/null
 		;;
+	cloud)
+		install linux-image-cloud-amd64 linux-headers-cloud-amd64 e2fsprogs
+		# As for 6.1: keep this exact kernel even if the metapackage moves.
+		img=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' | cut -d' ' -f1 | sort -V | tail -1)
+		install "$img" "${img/image/headers}"
+		apt-mark manual "$img" "${img/image/headers}" >/dev/null
+		;;
 	debug)
 		install flex bison bc libelf-dev libssl-dev
 		;;
-	5.10|5.10-rt|trixie|trixie-rt|7.3|7.3-rt|sid|oldest|newest|newest-rt)
+	5.10|5.10-rt|trixie|trixie-rt|7.3|7.3-rt|7.3-cloud|sid|oldest|newest|newest-rt)
 		# zstd: vm-run.sh and `make dkms-build` unpack the modules on
 		# the host, should a suite's kernel compress them with zstd.
-		install debootstrap zstd
+		install debootstrap zstd e2fsprogs
 		chroot_flavour "$flavour"
 		;;
 	*)

@@ -20,6 +20,12 @@
 # --kernel RELEASE --kernel-image CHROOT/boot/vmlinuz-RELEASE
 # --modules-dir CHROOT/lib/modules/RELEASE.
 #
+# The share travels over 9p where the kernel has it, and as a virtio disk
+# (an ext2 image of DIR, made with mke2fs -d; DIR/results and
+# DIR/.exit-status are copied back out of it with debugfs afterwards) where
+# it does not: Debian's cloud kernels have no 9p.  PT_VM_TRANSPORT=9p|disk
+# chooses.
+#
 # Exit status: the guest script's status; 124 on timeout; 125 if the guest
 # never wrote DIR/.exit-status (kernel panic, 9p failure, ...); 2 on usage error.
 #
@@ -64,7 +70,7 @@ while [ $# -gt 0 ]; do
 	--append)  APPEND=${2?}; shift 2 ;;
 	--kernel-image) KERNEL_IMAGE=$(realpath "${2:?}"); shift 2 ;;
 	--modules-dir)  MODULES_DIR=${2:?}; shift 2 ;;
-	-h|--help) sed -n '2,26p' "$SELF"; exit 0 ;;
+	-h|--help) sed -n '2,32p' "$SELF"; exit 0 ;;
 	*) die "unknown argument: $1" ;;
 	esac
 done
@@ -129,6 +135,28 @@ shared_libs() {
 		awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && $1 !~ /:$/ { print $1 }' | sort -u
 }
 
+# has_module NAME: does the kernel have NAME, as a module or built in?
+has_module() {
+	grep -qE "(^|/)${1//[-_]/[-_]}\.ko(\.xz|\.zst|\.gz)?:" "$MODDIR/modules.dep" ||
+		grep -qE "/${1//[-_]/[-_]}\.ko$" "$MODDIR/modules.builtin" 2>/dev/null
+}
+
+# The share's transport: 9p, or a virtio disk where the kernel has no 9p
+# (the debug kernel has 9p built in).
+TRANSPORT=${PT_VM_TRANSPORT:-auto}
+if [ "$TRANSPORT" = auto ]; then
+	TRANSPORT=9p
+	[ "$MODDIR" != none ] && ! has_module 9pnet_virtio && TRANSPORT=disk
+fi
+case "$TRANSPORT" in
+9p)   ;;
+disk) WANT_MODULES=(virtio_pci virtio_blk loop ext4 "crc32c_generic|crc32c_cryptoapi")
+      if ! command -v mke2fs >/dev/null || ! command -v debugfs >/dev/null; then
+	      die "the disk transport needs mke2fs and debugfs (e2fsprogs)"
+      fi ;;
+*)    die "PT_VM_TRANSPORT must be 9p or disk, not $TRANSPORT" ;;
+esac
+
 MODS=
 [ "$MODDIR" = none ] || MODS=$(for m in "${WANT_MODULES[@]}"; do resolve_module "$m"; done)
 mapfile -t LIBS < <(shared_libs /bin/true "${BINS[@]}")
@@ -168,8 +196,14 @@ done </lib/modules/load-order
 
 fail() { echo "init: $*"; sync; reboot -f; }
 mkdir -p /mnt/host
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 host /mnt/host ||
-	fail "cannot mount the 9p share"
+# The share: over 9p, or else the first virtio disk (vm-run.sh's disk
+# transport), which may take a moment to appear.
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288 host /mnt/host 2>/dev/null; then
+	i=0
+	while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	mount -t ext4 /dev/vda /mnt/host ||
+		fail "cannot mount the share (9p, or the disk /dev/vda)"
+fi
 
 echo; echo "init: running /mnt/host/run.sh"
 cd /mnt/host
@@ -275,16 +309,46 @@ fi
 # routed, and the boot hung until the VM's whole timeout.  Nothing of ours
 # has run by then (run.sh loads the module), so booting again hides nothing.
 BOOT_TIMEOUT=${PT_BOOT_TIMEOUT:-300}
+if [ "$TRANSPORT" = 9p ]; then
+	SHARE_ARGS=(-virtfs "local,path=$SHARE,mount_tag=host,security_model=none,id=host")
+else
+	IMG=$(mktemp /var/tmp/vm-share.XXXXXX.img)
+	trap 'rm -f "$IMG"' EXIT
+	SHARE_ARGS=(-drive "file=$IMG,if=virtio,format=raw,cache=unsafe")
+fi
+
+# The disk transport's image, made afresh for each boot from DIR.
+make_disk() {
+	[ "$TRANSPORT" = disk ] || return 0
+	rm -f "$IMG"
+	mke2fs -q -t ext2 -F -L host -d "$SHARE" "$IMG" 4G ||
+		die "mke2fs -d $SHARE failed"
+}
+
+# What the guest wrote on the disk: results/ and .exit-status, into DIR.
+copy_back() {
+	local tmp
+	[ "$TRANSPORT" = disk ] || return 0
+	tmp=$(mktemp -d /var/tmp/vm-share.XXXXXX)
+	debugfs -R "rdump /results $tmp" "$IMG" >/dev/null 2>&1 || :
+	[ -d "$tmp/results" ] && cp -a "$tmp/results/." "$SHARE/results/"
+	debugfs -R "dump /.exit-status $SHARE/.exit-status" "$IMG" >/dev/null 2>&1 || :
+	# debugfs leaves an empty file for a path the image does not have.
+	[ -s "$SHARE/.exit-status" ] || rm -f "$SHARE/.exit-status"
+	rm -rf "$tmp"
+}
+
 boot() {
 	local job t0=$SECONDS
 	rm -f "$SHARE/.exit-status" "$SHARE/.qemu.pid" "$SHARE/.qemu.rc"
 	: >"$SHARE/console.log"
+	make_disk
 	# shellcheck disable=SC2086 # PT_QEMU_ARGS is a list of options
 	( timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
 		-accel "${PT_QEMU_ACCEL:-tcg,thread=single}" -cpu max -m "$MEM" -smp "$SMP" "${NUMA_ARGS[@]}" \
 		-nographic -no-reboot -nic none ${PT_QEMU_ARGS:-} \
 		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$CMDLINE" \
-		-virtfs "local,path=$SHARE,mount_tag=host,security_model=none,id=host" \
+		"${SHARE_ARGS[@]}" \
 		-pidfile "$SHARE/.qemu.pid" \
 		</dev/null 2>&1 | sed -u 's/\r$//; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' | tee -a "$SHARE/console.log"
 	  echo "${PIPESTATUS[0]}" >"$SHARE/.qemu.rc" ) &
@@ -313,6 +377,7 @@ if [ "$rc" = 126 ]; then
 	rc=$?
 fi
 set -e
+copy_back
 [ "$rc" = 126 ] && { echo "vm-run: the guest hung at boot twice" >&2; exit 125; }
 
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
