@@ -5,7 +5,10 @@
 # Debian 12 (scripts/deps.sh installs QEMU, the kernels, trace-cmd, perf and
 # bpftrace).
 #
-#   scripts/bench.sh            or   make bench [BENCH_KERNELS="6.1 6.12 rt"]
+#   scripts/bench.sh            or   make bench [BENCH_KERNELS="6.1 6.12 rt 7.3"]
+#
+# Any flavour of scripts/kernels.sh: kernels of other suites are built in
+# their chroots and booted from there, as by make check.
 #
 # Per kernel flavour: builds pagetrace.ko, bench/pt_bench.ko, the static
 # pagetrace CLI and bench/pt_work; boots the kernel under QEMU
@@ -97,13 +100,20 @@ for flavour in $KERNELS; do
 	rel=$(scripts/kernels.sh "$flavour")
 	B=$ROOT/build/bench/$rel
 	S=$B/share
+	# A kernel of another suite: built in its chroot, booted from there.
+	C=$(scripts/kernels.sh --chroot "$flavour")
+	krun=() vm_kernel=(--kernel "$rel")
+	if [ -n "$C" ]; then
+		krun=(scripts/chroot-run.sh "$C")
+		vm_kernel+=(--kernel-image "$C/boot/vmlinuz-$rel" --modules-dir "$C/lib/modules/$rel")
+	fi
 	echo "== $rel: building pagetrace.ko and pt_bench.ko" >&2
-	make -s kbuild KVER="$rel" >/dev/null
+	make -s kbuild KVER="$rel" BENCH=0 >/dev/null
 	mkdir -p "$B/module"
 	for f in Kbuild pt_bench.c; do
 		cmp -s "bench/$f" "$B/module/$f" || cp -p "bench/$f" "$B/module/$f"
 	done
-	make -s -C "/lib/modules/$rel/build" M="$B/module" modules >/dev/null
+	"${krun[@]}" make -s -C "/lib/modules/$rel/build" M="$B/module" modules >/dev/null
 
 	rm -rf "$S"
 	mkdir -p "$S"
@@ -124,7 +134,7 @@ for flavour in $KERNELS; do
 
 	echo "== $rel: booting under QEMU ($CPUS CPUs, $MEM MB; console: ${S#"$ROOT"/}/console.log)" >&2
 	t0=$SECONDS
-	if ! scripts/vm-run.sh --kernel "$rel" --share "$S" --cpus "$CPUS" --mem "$MEM" \
+	if ! scripts/vm-run.sh "${vm_kernel[@]}" --share "$S" --cpus "$CPUS" --mem "$MEM" \
 		--timeout "${BENCH_TIMEOUT:-5400}" "${BINS[@]}" >"$B/vm.log" 2>&1; then
 		tail -n 30 "$B/vm.log" >&2
 		echo "bench: the VM run for $rel failed (log: ${B#"$ROOT"/}/vm.log)" >&2
