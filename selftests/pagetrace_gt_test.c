@@ -481,23 +481,6 @@ static bool gt_traced(const struct pt_st_trace *t, const struct gt_expect *e)
 	return false;
 }
 
-/* Write a parameter of pagetrace_gt.ko: 0 or -errno. */
-static int gt_param_set(const char *name, const char *value)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/module/pagetrace_gt/parameters/%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, value, strlen(value));
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return n;
-}
-
 static int gt_param_get(const char *name, char *buf, size_t len)
 {
 	char path[128];
@@ -565,9 +548,9 @@ TEST_F(reenter, counted)
 	/* Only calls from pagetrace.ko allocate: see pagetrace_gt.c. */
 	ASSERT_EQ(0, pt_st_module_text("pagetrace", &lo, &hi));
 	snprintf(num, sizeof(num), "%" PRIu64, lo);
-	ASSERT_EQ(0, gt_param_set("reenter_lo", num));
+	ASSERT_EQ(0, pt_st_set_module_param("pagetrace_gt", "reenter_lo", num));
 	snprintf(num, sizeof(num), "%" PRIu64, hi);
-	ASSERT_EQ(0, gt_param_set("reenter_hi", num));
+	ASSERT_EQ(0, pt_st_set_module_param("pagetrace_gt", "reenter_hi", num));
 	ASSERT_EQ(0, pt_st_gt_run(variant->op, report, sizeof(report)));
 	ASSERT_EQ(0, pt_st_collect(dev, &t)) TH_LOG("%s", t.err);
 	ASSERT_EQ(0, pt_st_stats(dev, st, 64, NULL));

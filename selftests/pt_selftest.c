@@ -152,11 +152,17 @@ int pt_st_set_hook(const char *hook)
 
 int pt_st_set_param(const char *name, const char *value)
 {
+	return pt_st_set_module_param("pagetrace", name, value);
+}
+
+int pt_st_set_module_param(const char *module, const char *name,
+			   const char *value)
+{
 	char path[128];
 	ssize_t n;
 	int fd, ret = 0;
 
-	snprintf(path, sizeof(path), "/sys/module/pagetrace/parameters/%s", name);
+	snprintf(path, sizeof(path), "/sys/module/%s/parameters/%s", module, name);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

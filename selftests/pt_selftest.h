@@ -52,6 +52,9 @@ int pt_st_set_hook(const char *hook);
  * the open or write (a value the module refuses is -EINVAL).
  */
 int pt_st_set_param(const char *name, const char *value);
+/* The same for a parameter of any @module (pagetrace_gt.ko's, say). */
+int pt_st_set_module_param(const char *module, const char *name,
+			   const char *value);
 
 /*
  * The raw stream, for tests that check the words the module wrote:
