@@ -277,10 +277,18 @@ FIXTURE_TEARDOWN(reclaim)
 }
 
 /*
+ * Each test builds and takes down a loop-mounted ext4 in a memory cgroup
+ * (setup_world()), about 25 s of the harness's default 30 under the KASAN
+ * kernel on a busy host, where one timed out after its checks had passed:
+ * five minutes each, for a hang to show as one.
+ */
+#define RECLAIM_TIMEOUT	300
+
+/*
  * Readahead: reading the file allocates its page cache; every page the
  * mapping shows must have been allocated, once, while we read.
  */
-TEST_F(reclaim, readahead_allocates)
+TEST_F_TIMEOUT(reclaim, readahead_allocates, RECLAIM_TIMEOUT)
 {
 	size_t n, by[4], i, allocs = 0;
 
@@ -304,7 +312,7 @@ TEST_F(reclaim, readahead_allocates)
 }
 
 /* memory.reclaim pushes the file's pages out: reclaim events, no frees. */
-TEST_F(reclaim, memory_reclaim_is_reclaim)
+TEST_F_TIMEOUT(reclaim, memory_reclaim_is_reclaim, RECLAIM_TIMEOUT)
 {
 	uint64_t before, after;
 	size_t n, by[4];
@@ -352,7 +360,7 @@ TEST_F(reclaim, memory_reclaim_is_reclaim)
 }
 
 /* drop_caches throws the same pages away: frees, not reclaims. */
-TEST_F(reclaim, drop_caches_is_free)
+TEST_F_TIMEOUT(reclaim, drop_caches_is_free, RECLAIM_TIMEOUT)
 {
 	size_t n, by[4];
 
