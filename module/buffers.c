@@ -267,8 +267,21 @@ void pt_flush_work_fn(struct work_struct *work)
 	 */
 	if (READ_ONCE(sess->mode) != PAGETRACE_MODE_FLIGHT)
 		pt_flush(sess, false);
-	schedule_delayed_work(&sess->flush_work,
-			      msecs_to_jiffies(sess->flush_ms));
+	pt_flush_work_arm(sess);
+}
+
+/**
+ * pt_flush_work_arm - run the timed flush again in flush_ms
+ * @sess: the session
+ *
+ * On the unbound workqueue: the flush reaches every CPU by IPI anyway, so
+ * it has no reason to wake the CPU whose timer armed it, nor to keep to
+ * it.
+ */
+void pt_flush_work_arm(struct pt_session *sess)
+{
+	queue_delayed_work(system_unbound_wq, &sess->flush_work,
+			   msecs_to_jiffies(sess->flush_ms));
 }
 
 /*

@@ -202,8 +202,7 @@ int pt_session_start(struct pt_session **out)
 		if (ret)
 			goto unregister_hooks;
 	}
-	schedule_delayed_work(&sess->flush_work,
-			      msecs_to_jiffies(sess->flush_ms));
+	pt_flush_work_arm(sess);
 	*out = sess;
 	return 0;
 

@@ -336,6 +336,7 @@ void pt_flush(struct pt_session *sess, bool all);
 void pt_set_overwrite(struct pt_session *sess, bool on);
 bool pt_flush_late_losses(struct pt_session *sess);
 void pt_flush_work_fn(struct work_struct *work);
+void pt_flush_work_arm(struct pt_session *sess);
 bool pt_reader_ready(struct pt_session *sess);
 ssize_t pt_read_chunks(struct pt_session *sess, char __user *buf, size_t count);
 bool pt_reader_drained(struct pt_session *sess);
