@@ -99,10 +99,10 @@ static void pt_flush_ipi(void *info)
 	struct pt_session *sess = info;
 	struct pt_cpu *c = &sess->cpus[smp_processor_id()];
 
-	if (pt_writer_claim(c)) {
-		pt_flush_one(c);
-		pt_writer_exit(c);
-	}
+	if (WARN_ON_ONCE(!pt_writer_enter(c)))
+		return;
+	pt_flush_one(c);
+	pt_writer_exit(c);
 }
 
 struct pt_missed {
@@ -115,11 +115,11 @@ static void pt_add_missed_ipi(void *info)
 	struct pt_missed *m = info;
 	struct pt_cpu *c = &m->sess->cpus[smp_processor_id()];
 
-	if (pt_writer_claim(c)) {
-		c->lost += m->count;
-		c->stats.lost += m->count;
-		pt_writer_exit(c);
-	}
+	if (WARN_ON_ONCE(!pt_writer_enter(c)))
+		return;
+	c->lost += m->count;
+	c->stats.lost += m->count;
+	pt_writer_exit(c);
 }
 
 /* Decide, on the flushing CPU, whether @cpu has anything to flush. */

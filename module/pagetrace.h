@@ -173,7 +173,8 @@ struct pt_cpu {
  *
  * Only an NMI can find @c->busy set: interrupts are off wherever it is
  * set.  Such an event is dropped and counted, never written into the
- * middle of the interrupted one.
+ * middle of the interrupted one.  The flush IPIs take the state the same
+ * way; running with interrupts off, they never find it taken.
  *
  * Return: false if the event must be dropped (it is counted already).
  */
@@ -185,20 +186,6 @@ static __always_inline bool pt_writer_enter(struct pt_cpu *c)
 	}
 	WRITE_ONCE(c->busy, true);
 	/* The flag is in memory before any store an NMI could tear. */
-	barrier();
-	return true;
-}
-
-/*
- * pt_writer_claim - pt_writer_enter() for the flush IPIs, which run with
- * interrupts off and so never find the flag set; they have no event to
- * count if they did.
- */
-static __always_inline bool pt_writer_claim(struct pt_cpu *c)
-{
-	if (WARN_ON_ONCE(READ_ONCE(c->busy)))
-		return false;
-	WRITE_ONCE(c->busy, true);
 	barrier();
 	return true;
 }
