@@ -11,11 +11,11 @@
 #                   10000 open/close cycles, 100 reloads (hours under TCG)
 # make bench        overhead against ftrace, perf and bpftrace in a VM:
 #                   scripts/bench.sh (root; BENCH_KERNELS, default 6.1)
-# make lint         checkpatch --strict and sparse, for KVER
+# make lint         checkpatch --strict, kernel-doc and sparse, for KVER
 # make clean
 #
 # Used by scripts/check.sh (and handy by hand):
-# make ksrc         extract kselftest_harness.h and checkpatch.pl into build/ksrc
+# make ksrc         extract kselftest_harness.h, checkpatch.pl and kernel-doc into build/ksrc
 # make kbuild       pagetrace.ko, pagetrace_gt.ko and pt_bench.ko (BENCH=0:
 #                   not that one) for KVER, in build/KVER/; all three are
 #                   attempted even if one fails
@@ -87,7 +87,7 @@ KSELFTEST_DIR	:= $(KSRC)/tools/testing/selftests
 KSRC_TAR	?= /usr/src/linux-source-6.1.tar.xz
 KSRC_FILES	:= tools/testing/selftests/kselftest_harness.h \
 		   tools/testing/selftests/kselftest.h \
-		   scripts/checkpatch.pl scripts/spelling.txt \
+		   scripts/checkpatch.pl scripts/spelling.txt scripts/kernel-doc \
 		   scripts/const_structs.checkpatch
 BDIR		:= $(CURDIR)/build/$(KVER)
 STATIC_DIR	:= $(CURDIR)/build/static/userspace
@@ -143,6 +143,7 @@ bench:
 
 lint: ksrc
 	@rc=0; scripts/lint.sh checkpatch || rc=1; \
+	scripts/lint.sh kernel-doc || rc=1; \
 	$(MAKE) --no-print-directory kbuild >/dev/null || rc=1; \
 	$(KRUN) scripts/lint.sh sparse $(BDIR) $(KDIR) || rc=1; \
 	exit $$rc

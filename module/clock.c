@@ -132,7 +132,7 @@ static void pt_tsc_setup(void)
 /**
  * pt_clock_select - choose the clock of a session about to start
  *
- * Called with no hook attached (the static key and pt_tsc change here).
+ * Context: with no hook attached (the static key and pt_tsc change here).
  * May sleep.
  *
  * Return: PAGETRACE_CLOCK_TSC or PAGETRACE_CLOCK_LOCAL, for the header.

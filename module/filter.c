@@ -268,6 +268,8 @@ static bool pt_filter_keeps_task(const struct pt_filter *f)
  * @npages: its pages
  *
  * Called from the hot path, with interrupts off.
+ *
+ * Return: true to record the event, false to count it as filtered.
  */
 bool pt_filter_keeps(const struct pt_filter *f, unsigned int type,
 		     unsigned long pfn, unsigned long npages)

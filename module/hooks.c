@@ -1247,7 +1247,7 @@ static bool pt_required(void)
 /**
  * pt_hooks_init - choose the hooks of both backends for this kernel
  *
- * Called at module load; attaches nothing.  Fails if the backend hook=
+ * Context: module load; attaches nothing.  Fails if the backend hook=
  * names (or the default) cannot record every kind of event this kernel
  * has, or if require= names a function that cannot be probed, unless
  * partial=1 is set; the kernel log says which.

@@ -138,6 +138,8 @@ MODULE_PARM_DESC(stack_rate,
  * Called by open(); the device lets only one session exist at a time.
  * Sessions start in stream mode; PAGETRACE_IOC_SET_MODE may switch to
  * flight recorder mode right after.
+ *
+ * Return: 0 or -errno.
  */
 int pt_session_start(struct pt_session **out)
 {

@@ -42,6 +42,8 @@
  *
  * Also points every CPU's @meta at its entry: from here on the positions
  * live in the meta area.
+ *
+ * Return: 0, -E2BIG if the area would not fit its size field, or -ENOMEM.
  */
 int pt_meta_init(struct pt_session *sess)
 {

@@ -117,6 +117,8 @@ void pt_writer_fold(struct pt_cpu *c)
 /**
  * pt_writer_pending - whether a CPU has losses not yet in a chunk
  * @c: any CPU's writer; read racily, for the flusher's decision
+ *
+ * Return: true if a flush should carry losses of @c out.
  */
 bool pt_writer_pending(const struct pt_cpu *c)
 {

@@ -6,7 +6,7 @@
 #   2. host: userspace unit tests (make -C userspace check); decoder fuzzing
 #      for FUZZ_SECONDS (default 60); the report in headless Chromium; a
 #      live Go page trace when Go 1.22 is installed
-#   3. lint: checkpatch --strict per file; sparse per kernel
+#   3. lint: checkpatch --strict and kernel-doc per file; sparse per kernel
 #   4. packaging: scripts/check-packaging.sh (versions, man pages against
 #      the CLI and libpagetrace.h, bash completion, make install/uninstall,
 #      make deb + lintian)
@@ -134,9 +134,11 @@ host_checks() {
 	scripts/check-packaging.sh >"$OUT/packaging.log" 2>&1 || rc=$?
 	emit "[pkg]" packaging "$rc" <"$OUT/packaging.log"
 
-	say "checkpatch"
+	say "checkpatch, kernel-doc"
 	scripts/lint.sh checkpatch >"$OUT/checkpatch.log" 2>&1
 	emit "[lint]" checkpatch 0 <"$OUT/checkpatch.log"
+	scripts/lint.sh kernel-doc >"$OUT/kernel-doc.log" 2>&1
+	emit "[lint]" kernel-doc 0 <"$OUT/kernel-doc.log"
 }
 if [ "${HOST_CHECKS:-1}" = 1 ]; then
 	host_checks

@@ -6,6 +6,10 @@
 #   scripts/lint.sh checkpatch
 #       checkpatch.pl --strict --no-tree on the kernel sources.  Needs
 #       build/ksrc/scripts/checkpatch.pl (make ksrc).
+#   scripts/lint.sh kernel-doc
+#       scripts/kernel-doc -none -v on the same files: every kernel-doc
+#       comment parses and describes every parameter and the return value.
+#       Needs build/ksrc/scripts/kernel-doc (make ksrc).
 #   scripts/lint.sh sparse BUILD_DIR KDIR
 #       sparse (C=2: every file, even if up to date) over the module tree
 #       already staged in BUILD_DIR (make kbuild), and its
@@ -16,6 +20,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 CHECKPATCH=$ROOT/build/ksrc/scripts/checkpatch.pl
+KERNEL_DOC=$ROOT/build/ksrc/scripts/kernel-doc
 
 n=0 failed=0
 result() { # result OK? NAME [diagnostic lines on stdin]
@@ -29,12 +34,33 @@ result() { # result OK? NAME [diagnostic lines on stdin]
 	fi
 }
 
-checkpatch() {
-	local files=() f out rc
-	[ -f "$CHECKPATCH" ] || { echo "lint.sh: $CHECKPATCH missing (make ksrc)" >&2; exit 2; }
+kernel_files() {
 	shopt -s nullglob
 	files=(module/*.c module/*.h uapi/linux/*.h selftests/gt_module/*.c selftests/gt_module/*.h
 	       bench/pt_bench.c)
+}
+
+kernel_doc() {
+	local files=() f out
+	[ -f "$KERNEL_DOC" ] || { echo "lint.sh: $KERNEL_DOC missing (make ksrc)" >&2; exit 2; }
+	kernel_files
+	echo "TAP version 13"
+	echo "1..${#files[@]}"
+	for f in "${files[@]}"; do
+		# -v adds the return-value check; its info: lines are chatter.
+		out=$(perl "$KERNEL_DOC" -none -v "$f" 2>&1 | grep -v ': info: ' || true)
+		if grep -q 'warning\|error' <<<"$out"; then
+			result 1 "kernel-doc $f" <<<"$out"
+		else
+			result 0 "kernel-doc $f" </dev/null
+		fi
+	done
+}
+
+checkpatch() {
+	local files=() f out rc
+	[ -f "$CHECKPATCH" ] || { echo "lint.sh: $CHECKPATCH missing (make ksrc)" >&2; exit 2; }
+	kernel_files
 	echo "TAP version 13"
 	echo "1..${#files[@]}"
 	# A UAPI header must use __inline__ and cannot use BIT(); checkpatch
@@ -81,7 +107,8 @@ sparse() {
 
 case "${1:-}" in
 checkpatch) checkpatch ;;
+kernel-doc) kernel_doc ;;
 sparse) shift; sparse "$@" ;;
-*) echo "usage: lint.sh checkpatch | sparse BUILD_DIR KDIR" >&2; exit 2 ;;
+*) echo "usage: lint.sh checkpatch | kernel-doc | sparse BUILD_DIR KDIR" >&2; exit 2 ;;
 esac
 exit "$failed"
