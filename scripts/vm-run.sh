@@ -6,8 +6,8 @@
 #
 # Usage:
 #   scripts/vm-run.sh --kernel RELEASE --share DIR [--timeout SECONDS] [--mem MB]
-#                     [--cpus N] [--numa NODES] [--bin /host/binary ...]
-#                     [--append "cmdline"]
+#                     [--cpus N] [--numa NODES [--cpuless-nodes]]
+#                     [--bin /host/binary ...] [--append "cmdline"]
 #   scripts/vm-run.sh --kernel-image BZIMAGE --modules-dir none --share DIR ...
 #
 # --kernel RELEASE boots /boot/vmlinuz-RELEASE with the modules it needs from
@@ -66,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--mem)     MEM=${2:?}; shift 2 ;;
 	--cpus)    CPUS=${2:?}; shift 2 ;;
 	--numa)    NUMA=${2:?}; shift 2 ;;
+	--cpuless-nodes) CPULESS=1; shift ;;
 	--bin)     BINS+=("$(realpath "${2:?}")"); shift 2 ;;
 	--append)  APPEND=${2?}; shift 2 ;;
 	--kernel-image) KERNEL_IMAGE=$(realpath "${2:?}"); shift 2 ;;
@@ -281,18 +282,28 @@ CMDLINE="console=ttyS0 panic=-1 nokaslr loglevel=4 $APPEND"
 
 # --numa N splits memory and CPUs evenly into N nodes, so that tests can
 # migrate pages between nodes (move_pages) and see more than one node.
+# With --cpuless-nodes, node 0 has every CPU and the other nodes only memory
+# (as CXL memory is).
 SMP="$CPUS"
 NUMA_ARGS=()
 if [ "$NUMA" -gt 1 ]; then
-	# One socket per node: a node split inside a socket makes the kernel
-	# WARN at boot (topology_sane), which the splat checks would catch.
-	SMP="$CPUS,sockets=$NUMA,cores=$((CPUS / NUMA)),threads=1"
-	[ $((CPUS % NUMA)) = 0 ] && [ $((MEM % NUMA)) = 0 ] ||
-		die "--numa $NUMA must divide --cpus $CPUS and --mem $MEM"
+	[ $((MEM % NUMA)) = 0 ] || die "--numa $NUMA must divide --mem $MEM"
+	if [ -z "${CPULESS:-}" ]; then
+		# One socket per node: a node split inside a socket makes the
+		# kernel WARN at boot (topology_sane), which the splat checks
+		# would catch.
+		SMP="$CPUS,sockets=$NUMA,cores=$((CPUS / NUMA)),threads=1"
+		[ $((CPUS % NUMA)) = 0 ] || die "--numa $NUMA must divide --cpus $CPUS"
+	fi
 	for ((n = 0; n < NUMA; n++)); do
-		first=$((n * CPUS / NUMA)) last=$(((n + 1) * CPUS / NUMA - 1))
-		NUMA_ARGS+=(-object "memory-backend-ram,id=ram$n,size=$((MEM / NUMA))M"
-			    -numa "node,nodeid=$n,cpus=$first-$last,memdev=ram$n")
+		NUMA_ARGS+=(-object "memory-backend-ram,id=ram$n,size=$((MEM / NUMA))M")
+		if [ -n "${CPULESS:-}" ]; then
+			cpus=
+			[ "$n" = 0 ] && cpus=",cpus=0-$((CPUS - 1))"
+		else
+			cpus=",cpus=$((n * CPUS / NUMA))-$(((n + 1) * CPUS / NUMA - 1))"
+		fi
+		NUMA_ARGS+=(-numa "node,nodeid=$n$cpus,memdev=ram$n")
 	done
 fi
 
