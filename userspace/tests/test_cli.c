@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include "kselftest_harness.h"
+#include "files.h"
 #include "synth.h"
 
 #define SEC	1000000000ULL
@@ -18,25 +19,6 @@ static void write_file(const char *path, const void *buf, size_t len)
 
 	if (fd < 0 || synth_write_slowly(fd, buf, len, 1 << 20, 1) || close(fd))
 		abort();
-}
-
-/* Slurp a small file into a static buffer. */
-static const char *slurp(const char *name)
-{
-	static char buf[2][1 << 16];
-	static int which;
-	char path[128];
-	char *b = buf[which ^= 1];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDONLY);
-	n = fd < 0 ? 0 : read(fd, b, sizeof(buf[0]) - 1);
-	b[n < 0 ? 0 : n] = '\0';
-	if (fd >= 0)
-		close(fd);
-	return b;
 }
 
 /* Run "pagetrace ARGS" in dir with stdout/stderr to files; its exit code. */
@@ -101,23 +83,23 @@ FIXTURE_TEARDOWN(cli)
 TEST_F(cli, dump)
 {
 	ASSERT_EQ(0, run("dump ok.pt"));
-	EXPECT_STREQ(small_dump, slurp("out"));
-	EXPECT_STREQ("", slurp("err"));
+	EXPECT_STREQ(small_dump, slurp(dir, "out"));
+	EXPECT_STREQ("", slurp(dir, "err"));
 	ASSERT_EQ(0, run("dump - < ok.pt"));
-	EXPECT_STREQ(small_dump, slurp("out"));
+	EXPECT_STREQ(small_dump, slurp(dir, "out"));
 	ASSERT_EQ(0, run("dump - < ok.pt"));
 	ASSERT_EQ(0, run("dump -v ok.pt"));
-	EXPECT_TRUE(strstr(slurp("out"), "# chunk offset=192 cpu=0 seq=0 flags=0x1 nr_words=5 lost=0 missing=0\n"
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "# chunk offset=192 cpu=0 seq=0 flags=0x1 nr_words=5 lost=0 missing=0\n"
 					  "    0.000000000 cpu0 alloc") != NULL) {
-		TH_LOG("%s", slurp("out"));
+		TH_LOG("%s", slurp(dir, "out"));
 	}
-	EXPECT_TRUE(strstr(slurp("out"), "# release 6.1.0-synth\n") != NULL);
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "# release 6.1.0-synth\n") != NULL);
 	/* Non-event lines all start with '#'. */
 	{
 		char ev[sizeof(small_dump) + 64] = "", *line, *save;
 		char all[1 << 16];
 
-		snprintf(all, sizeof(all), "%s", slurp("out"));
+		snprintf(all, sizeof(all), "%s", slurp(dir, "out"));
 		for (line = strtok_r(all, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 			if (line[0] != '#')
 				snprintf(ev + strlen(ev), sizeof(ev) - strlen(ev), "%s\n", line);
@@ -130,7 +112,7 @@ TEST_F(cli, stats)
 	const char *o;
 
 	ASSERT_EQ(0, run("stats --json ok.pt"));
-	o = slurp("out");
+	o = slurp(dir, "out");
 	EXPECT_TRUE(strstr(o, "{\"version\": 1, \"nr_cpus\": 2, \"events\": 3, "
 			      "\"types\": {\"alloc\": 1, \"free\": 1, \"reclaim\": 1}, "
 			      "\"pages\": {\"alloc\": 1, \"free\": 2048, \"reclaim\": 3}, "
@@ -146,7 +128,7 @@ TEST_F(cli, stats)
 		TH_LOG("%s", o);
 	}
 	ASSERT_EQ(0, run("stats ok.pt"));
-	o = slurp("out");
+	o = slurp(dir, "out");
 	EXPECT_TRUE(strstr(o, "events:          3\n") == o);
 	EXPECT_TRUE(strstr(o, "duration:        2.000000000 s\n") != NULL);
 }
@@ -158,39 +140,39 @@ TEST_F(cli, corrupt)
 	ASSERT_EQ(1, run("dump bad.pt"));
 	/* What came before the damage is still printed. */
 	EXPECT_STREQ("    0.000000000 cpu0 alloc   pfn=0x1a2b3 npages=1\n"
-		     "    0.001234560 cpu0 free    pfn=0x10 npages=2048\n", slurp("out"));
+		     "    0.001234560 cpu0 free    pfn=0x10 npages=2048\n", slurp(dir, "out"));
 	snprintf(want, sizeof(want),
 		 "pagetrace: bad.pt: offset %llu: chunk magic is 'XXXX', expected 'PTCK'\n",
 		 (unsigned long long)self->s.exp[2].offset - 48);
-	EXPECT_STREQ(want, slurp("err"));
+	EXPECT_STREQ(want, slurp(dir, "err"));
 	ASSERT_EQ(1, run("stats bad.pt"));
-	EXPECT_STREQ(want, slurp("err"));
+	EXPECT_STREQ(want, slurp(dir, "err"));
 	ASSERT_EQ(1, run("stats --json - < bad.pt"));
 	snprintf(want, sizeof(want),
 		 "pagetrace: -: offset %llu: chunk magic is 'XXXX', expected 'PTCK'\n",
 		 (unsigned long long)self->s.exp[2].offset - 48);
-	EXPECT_STREQ(want, slurp("err"));
+	EXPECT_STREQ(want, slurp(dir, "err"));
 
 	ASSERT_EQ(1, run("dump short.pt"));
 	EXPECT_STREQ("    0.000000000 cpu0 alloc   pfn=0x1a2b3 npages=1\n"
-		     "    0.001234560 cpu0 free    pfn=0x10 npages=2048\n", slurp("out"));
+		     "    0.001234560 cpu0 free    pfn=0x10 npages=2048\n", slurp(dir, "out"));
 	snprintf(want, sizeof(want),
 		 "pagetrace: short.pt: offset %llu: file ends inside a chunk (need 56 bytes, have 52)\n",
 		 (unsigned long long)self->s.exp[2].offset - 48);
-	EXPECT_STREQ(want, slurp("err"));
+	EXPECT_STREQ(want, slurp(dir, "err"));
 
 	ASSERT_EQ(1, run("dump /nonexistent"));
-	EXPECT_STREQ("pagetrace: /nonexistent: No such file or directory\n", slurp("err"));
+	EXPECT_STREQ("pagetrace: /nonexistent: No such file or directory\n", slurp(dir, "err"));
 	ASSERT_EQ(1, run("dump - < /dev/null"));
 	EXPECT_STREQ("pagetrace: -: offset 0: file ends inside the header (need 64 bytes, have 0)\n",
-		     slurp("err"));
+		     slurp(dir, "err"));
 	ASSERT_EQ(1, run("stats /"));
 }
 
 TEST_F(cli, usage)
 {
 	EXPECT_EQ(2, run(""));
-	EXPECT_TRUE(strstr(slurp("err"), "usage: pagetrace") != NULL);
+	EXPECT_TRUE(strstr(slurp(dir, "err"), "usage: pagetrace") != NULL);
 	EXPECT_EQ(2, run("frobnicate"));
 	EXPECT_EQ(2, run("dump"));
 	EXPECT_EQ(2, run("dump ok.pt ok.pt"));
@@ -198,9 +180,9 @@ TEST_F(cli, usage)
 	EXPECT_EQ(2, run("stats"));
 	EXPECT_EQ(2, run("stats -x ok.pt"));
 	EXPECT_EQ(0, run("--help"));
-	EXPECT_TRUE(strstr(slurp("out"), "usage: pagetrace") != NULL);
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "usage: pagetrace") != NULL);
 	EXPECT_EQ(0, run("--version"));
-	EXPECT_STREQ("pagetrace " PT_VERSION_STRING " (stream format v1)\n", slurp("out"));
+	EXPECT_STREQ("pagetrace " PT_VERSION_STRING " (stream format v1)\n", slurp(dir, "out"));
 	EXPECT_EQ(0, run("dump --help"));
 	EXPECT_EQ(0, run("stats -h"));
 }

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include "kselftest_harness.h"
+#include "files.h"
 #include "synth.h"
 
 #define SEC	1000000000ULL
@@ -16,24 +17,6 @@
 
 static char dir[64];
 static char bin[512];
-
-static const char *slurp(const char *name)
-{
-	static char buf[2][1 << 18];
-	static int which;
-	char path[128];
-	char *b = buf[which ^= 1];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDONLY);
-	n = fd < 0 ? 0 : read(fd, b, sizeof(buf[0]) - 1);
-	b[n < 0 ? 0 : n] = '\0';
-	if (fd >= 0)
-		close(fd);
-	return b;
-}
 
 static int sh(const char *fmt, ...)
 {
@@ -120,11 +103,11 @@ TEST_F(an, csv)
 			      (unsigned long long)e->pfn << 12, (unsigned long long)e->npages,
 			      (unsigned long long)e->offset);
 	}
-	EXPECT_STREQ(exp, slurp("out"));
+	EXPECT_STREQ(exp, slurp(dir, "out"));
 	/* The same into a file. */
 	ASSERT_EQ(0, RUN("convert --to csv -o t.csv t.pt"));
-	EXPECT_STREQ(exp, slurp("t.csv"));
-	EXPECT_STREQ("", slurp("out"));
+	EXPECT_STREQ(exp, slurp(dir, "t.csv"));
+	EXPECT_STREQ("", slurp(dir, "out"));
 	ASSERT_EQ(0, sh("grep -q '^%llu,896,0,alloc,8192,0x2000000,1,0,' %s/t.csv",
 			(unsigned long long)SEC + 896, dir));
 }
@@ -150,7 +133,7 @@ TEST_F(an, perfetto)
 		SKIP(return, "no python3");
 	ASSERT_EQ(0, RUN("convert --to perfetto -o t.json t.pt"));
 	ASSERT_EQ(0, PY(prog, "t.json")) {
-		TH_LOG("%s", slurp("py"));
+		TH_LOG("%s", slurp(dir, "py"));
 	}
 	/*
 	 * One sample after the first event (tracks that are not 0), all 38
@@ -162,7 +145,7 @@ TEST_F(an, perfetto)
 		     "order0 [(0.896, 1), (3.072, 0)]\n"
 		     "bursts [('reclaim burst', 2.944, 'g', {'pages': 68, 'events': 2,"
 		     " 'duration_ns': 128})]\n"
-		     "meta ['pagetrace'] 6.1.0-synth ns\n", slurp("py"));
+		     "meta ['pagetrace'] 6.1.0-synth ns\n", slurp(dir, "py"));
 	/*
 	 * A higher burst threshold drops it.  With 1 us samples, the 4 pages
 	 * from +1920 to +2944 are not seen (+1920 is in the interval of
@@ -174,7 +157,7 @@ TEST_F(an, perfetto)
 		     "dma32 [(0.896, 1), (1.408, 0), (3.072, 0)]\n"
 		     "order0 [(0.896, 1), (1.408, 0), (3.072, 0)]\n"
 		     "bursts []\n"
-		     "meta ['pagetrace'] 6.1.0-synth ns\n", slurp("py"));
+		     "meta ['pagetrace'] 6.1.0-synth ns\n", slurp(dir, "py"));
 	ASSERT_EQ(0, RUN("convert --to perfetto --interval 0 -o t.json t.pt"));
 	ASSERT_EQ(0, PY(prog, "t.json"));
 	EXPECT_STREQ("counters 46 tracks 38\n"
@@ -182,7 +165,7 @@ TEST_F(an, perfetto)
 		     "order0 [(0.896, 1), (1.408, 0), (3.072, 0)]\n"
 		     "bursts [('reclaim burst', 2.944, 'g', {'pages': 68, 'events': 2,"
 		     " 'duration_ns': 128})]\n"
-		     "meta ['pagetrace'] 6.1.0-synth ns\n", slurp("py"));
+		     "meta ['pagetrace'] 6.1.0-synth ns\n", slurp(dir, "py"));
 }
 
 TEST_F(an, stats_json)
@@ -205,7 +188,7 @@ TEST_F(an, stats_json)
 		SKIP(return, "no python3");
 	ASSERT_EQ(0, RUN("stats --json t.pt"));
 	ASSERT_EQ(0, PY(prog, "out")) {
-		TH_LOG("%s", slurp("py"));
+		TH_LOG("%s", slurp(dir, "py"));
 	}
 	EXPECT_STREQ("life ['0', '2', 'all'] 2 512 512 1024 1 1024\n"
 		     "use {'pages': 0, 'blocks': 0} {'pages': 4, 'time_ns': 1920}"
@@ -215,7 +198,7 @@ TEST_F(an, stats_json)
 		     "unmatched {'free': {'events': 0, 'pages': 0}, 'reclaim': {'events': 1,"
 		     " 'pages': 64}} 0 0\n"
 		     "rate 1000000 [[2, 1, 2, 0]] []\n"
-		     "old 5 {'alloc': 2, 'free': 1, 'reclaim': 2} 3\n", slurp("py"));
+		     "old 5 {'alloc': 2, 'free': 1, 'reclaim': 2} 3\n", slurp(dir, "py"));
 	/* --quick: the same counts, none of the time-order results. */
 	ASSERT_EQ(0, RUN("stats --quick --json t.pt"));
 	ASSERT_EQ(0, PY("import json, sys\n"
@@ -223,15 +206,15 @@ TEST_F(an, stats_json)
 			"print(d[\"quick\"], d[\"types\"], d[\"zones\"][0][\"events\"],"
 			" d[\"rate\"][\"bins\"], d[\"lifetimes\"][\"all\"][\"count\"])\n", "out"));
 	EXPECT_STREQ("True {'alloc': 2, 'free': 1, 'reclaim': 2} {'alloc': 2, 'free': 1,"
-		     " 'reclaim': 1} [[2, 1, 2, 0]] 0\n", slurp("py"));
+		     " 'reclaim': 1} [[2, 1, 2, 0]] 0\n", slurp(dir, "py"));
 	ASSERT_EQ(0, RUN("stats --quick t.pt"));
-	EXPECT_TRUE(strstr(slurp("out"), "(--quick: no lifetimes") != NULL);
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "(--quick: no lifetimes") != NULL);
 	/* The text form has the same numbers. */
 	ASSERT_EQ(0, RUN("stats t.pt"));
-	EXPECT_TRUE(strstr(slurp("out"), "peak in use:     4 pages at 0.000001920 s\n") != NULL) {
-		TH_LOG("%s", slurp("out"));
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "peak in use:     4 pages at 0.000001920 s\n") != NULL) {
+		TH_LOG("%s", slurp(dir, "out"));
 	}
-	EXPECT_TRUE(strstr(slurp("out"), "  0/DMA32                 2          1          1"
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "  0/DMA32                 2          1          1"
 				       "            0            4\n") != NULL);
 }
 
@@ -240,17 +223,17 @@ TEST_F(an, report)
 	char cmd[512];
 
 	ASSERT_EQ(0, RUN("report t.pt -o r.html"));
-	EXPECT_STREQ("", slurp("err"));
+	EXPECT_STREQ("", slurp(dir, "err"));
 	if (!have_python())
 		SKIP(return, "no python3");
 	snprintf(cmd, sizeof(cmd), "cd %s && python3 %s/check_report.py r.html >py 2>&1",
 		 dir, PT_TEST_DATA "/..");
 	EXPECT_EQ(0, sh("%s", cmd)) {
-		TH_LOG("%s", slurp("py"));
+		TH_LOG("%s", slurp(dir, "py"));
 	}
 	/* 896..3072 ns in 3 ns columns; the zone's PFNs in 400 rows. */
-	EXPECT_TRUE(strstr(slurp("py"), "fig-heatmap: PNG 726x400") != NULL) {
-		TH_LOG("%s", slurp("py"));
+	EXPECT_TRUE(strstr(slurp(dir, "py"), "fig-heatmap: PNG 726x400") != NULL) {
+		TH_LOG("%s", slurp(dir, "py"));
 	}
 	/* Two passes over FILE: no pipes. */
 	EXPECT_EQ(2, RUN("report -o r.html - <t.pt"));
@@ -261,21 +244,21 @@ TEST_F(an, report)
 TEST_F(an, go)
 {
 	ASSERT_EQ(0, RUN("dump --go " PT_TEST_DATA "/go-pagetrace.bin"));
-	EXPECT_EQ(0, strncmp(slurp("out"),
+	EXPECT_EQ(0, strncmp(slurp(dir, "out"),
 			     "    0.000000000 p2   alloc    addr=0xc0004f0000 npages=2\n", 57));
 	ASSERT_EQ(0, sh("cd %s && test $(wc -l <out) = 1302 && test $(grep -c scavenge out) = 221"
 			" && test $(grep -c ' p-1 ' out) = 17", dir));
 	ASSERT_EQ(0, RUN("dump -v --go " PT_TEST_DATA "/go-pagetrace.bin"));
 	ASSERT_EQ(0, sh("cd %s && grep -q '^# buffer offset=10584 p=-1 seq=0$' out", dir));
 	ASSERT_EQ(0, RUN("stats --go " PT_TEST_DATA "/go-pagetrace.bin"));
-	EXPECT_TRUE(strstr(slurp("out"), "peak in use:     8369 pages") != NULL);
-	EXPECT_TRUE(strstr(slurp("out"), "  no P           17 events, 1 buffers\n") != NULL);
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "peak in use:     8369 pages") != NULL);
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "  no P           17 events, 1 buffers\n") != NULL);
 	ASSERT_EQ(0, RUN("report --go " PT_TEST_DATA "/go-pagetrace.bin -o g.html"));
 	/* Without --go it is no v1 stream. */
 	EXPECT_EQ(1, RUN("stats " PT_TEST_DATA "/go-pagetrace.bin"));
 	EXPECT_STREQ("pagetrace: " PT_TEST_DATA "/go-pagetrace.bin: offset 0: magic is"
 		     " '\\x14\\x00\\x00\\x00\\x00\\x00\\x00\\x00', expected 'PGTRACE\\0'\n",
-		     slurp("err"));
+		     slurp(dir, "err"));
 }
 
 TEST_F(an, usage)

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
+#include "files.h"
 #include "synth.h"
 
 #define SEC	1000000000ULL
@@ -216,19 +217,13 @@ TEST(names_bounded)
 static int run_cli(const char *dir, const char *args, char *out, size_t len)
 {
 	const char *env = getenv("PAGETRACE");
-	char cmd[1024], path[256];
-	ssize_t n;
-	int st, fd;
+	char cmd[1024];
+	int st;
 
 	snprintf(cmd, sizeof(cmd), "cd %s && %s %s >out 2>err", dir,
 		 env ? env : PAGETRACE_BIN, args);
 	st = system(cmd);
-	snprintf(path, sizeof(path), "%s/out", dir);
-	fd = open(path, O_RDONLY);
-	n = fd < 0 ? 0 : read(fd, out, len - 1);
-	out[n < 0 ? 0 : n] = '\0';
-	if (fd >= 0)
-		close(fd);
+	slurp_into(dir, "out", out, len);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -271,23 +266,6 @@ TEST(stats_by_task)
 	synth_free(&s);
 }
 
-/* Read @dir/@name into @out (NUL-terminated): its length, or -1. */
-static ssize_t slurp(const char *dir, const char *name, char *out, size_t len)
-{
-	char path[256];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, out, len - 1);
-	close(fd);
-	out[n < 0 ? 0 : n] = '\0';
-	return n;
-}
-
 static void write_trace(struct __test_metadata *_metadata, const char *dir,
 			const char *name, const struct synth *s)
 {
@@ -318,7 +296,7 @@ TEST(report_by_task)
 	synth_free(&s);
 
 	ASSERT_EQ(0, run_cli(dir, "report t.pt -o r.html", out, sizeof(out)));
-	ASSERT_LT(0, slurp(dir, "r.html", html, sizeof(html)));
+	ASSERT_LT(0, slurp_into(dir, "r.html", html, sizeof(html)));
 	EXPECT_TRUE(strstr(html, "<table id=\"tab-tasks\"") != NULL);
 	EXPECT_TRUE(strstr(html, "<tr><td>300</td><td>&lt;i&gt;&amp;x</td><td>8</td><td>0</td>"
 			   "<td>0</td><td>8</td><td>1</td></tr>\n"
@@ -337,7 +315,7 @@ TEST(report_by_task)
 	write_trace(_metadata, dir, "n.pt", &s);
 	synth_free(&s);
 	ASSERT_EQ(0, run_cli(dir, "report n.pt -o n.html", out, sizeof(out)));
-	ASSERT_LT(0, slurp(dir, "n.html", html, sizeof(html)));
+	ASSERT_LT(0, slurp_into(dir, "n.html", html, sizeof(html)));
 	EXPECT_EQ(NULL, strstr(html, "tab-tasks"));
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	EXPECT_EQ(0, system(cmd));

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "files.h"
+
+ssize_t slurp_into(const char *dir, const char *name, char *out, size_t len)
+{
+	char path[256];
+	ssize_t n;
+	int fd;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, out, len - 1);
+	close(fd);
+	out[n < 0 ? 0 : n] = '\0';
+	return n;
+}
+
+const char *slurp(const char *dir, const char *name)
+{
+	static char buf[2][1 << 18];
+	static int which;
+	char *b = buf[which ^= 1];
+
+	slurp_into(dir, name, b, sizeof(buf[0]));
+	return b;
+}
