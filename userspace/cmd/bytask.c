@@ -246,22 +246,6 @@ const char *task_name(const struct pt_reader *r, int64_t tgid)
 	return tgid == 0 ? "[kernel]" : tgid < 0 ? "[unknown]" : "?";
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 struct by_task *by_task_new(void)
 {
 	return calloc(1, sizeof(struct by_task));

@@ -64,6 +64,13 @@ struct pt_reader *open_trace(const char *path, unsigned int flags, int *fd);
 void close_trace(struct pt_reader *r, int fd);
 /* Report a reader error the way every subcommand does. */
 void trace_error(const char *path, struct pt_reader *r, int err);
+/*
+ * Print @s to stdout as a JSON string, quotes included.  Task names are
+ * bytes, not necessarily UTF-8: a byte outside printable ASCII becomes
+ * \u00XX, so the output is always valid JSON and the bytes can be had
+ * back.
+ */
+void json_str(const char *s);
 /* Signed seconds.nanoseconds of @ns - @start, into @buf (>= 32 bytes). */
 void fmt_rel_time(char *buf, uint64_t ns, uint64_t start);
 

@@ -579,23 +579,6 @@ static pid_t start_command(char **argv, const sigset_t *orig)
 	return pid;
 }
 
-/* @s as a JSON string, quotes included. */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void summary(struct rec *r, double secs)
 {
 	struct rusage ru;

@@ -45,6 +45,22 @@ void close_trace(struct pt_reader *r, int fd)
 		close(fd);
 }
 
+void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
 void fmt_rel_time(char *buf, uint64_t ns, uint64_t start)
 {
 	/* Snapshot chunks may predate start_ns, so the sign matters. */

@@ -321,4 +321,25 @@ TEST(report_by_task)
 	EXPECT_EQ(0, system(cmd));
 }
 
+/* Task names are bytes: quotes, backslashes, controls and non-ASCII escaped. */
+TEST(json_names)
+{
+	char dir[64] = "/tmp/pagetrace-tasks-XXXXXX", cmd[128], out[4096];
+	struct synth s;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	synth_init(&s, 1, 4096, PAGETRACE_FLAG_TASKS);
+	synth_name(&s, 0, 100, "q\"b\\c\x01\xc3\xa9\x7f");
+	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 0x100, 1);
+	synth_flush_all(&s);
+	write_trace(_metadata, dir, "t.pt", &s);
+	synth_free(&s);
+
+	ASSERT_EQ(0, run_cli(dir, "stats --by task --json t.pt", out, sizeof(out)));
+	EXPECT_TRUE(strstr(out, "\"comm\": \"q\\\"b\\\\c\\u0001\\u00c3\\u00a9\\u007f\"") != NULL)
+		TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	EXPECT_EQ(0, system(cmd));
+}
+
 TEST_HARNESS_MAIN
