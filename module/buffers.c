@@ -295,6 +295,7 @@ static struct pagetrace_chunk *pt_reader_peek(struct pt_session *sess,
 	/* Only we (read_lock) move consumed while read() may be used. */
 	u64 consumed = c->meta->consumed;
 
+	lockdep_assert_held(&sess->read_lock);
 	/* Pairs with the release in pt_close_chunk(). */
 	if (consumed == smp_load_acquire(&c->meta->produced))
 		return NULL;

@@ -279,6 +279,7 @@ static int pt_consume_apply(struct pt_session *sess, const u64 *pos,
 {
 	unsigned int cpu;
 
+	lockdep_assert_held(&sess->read_lock);
 	for (cpu = 0; cpu < n; cpu++) {
 		struct pagetrace_meta_cpu *m = sess->cpus[cpu].meta;
 		u64 produced;
