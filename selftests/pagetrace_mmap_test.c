@@ -216,30 +216,15 @@ static uint64_t one_page_event(void)
 
 /* ------------------------------------------------------- a mapped session */
 
-struct mapped {
-	void			*map;
-	size_t			size;
-	const struct pagetrace_meta *meta;
-};
+/*
+ * The session's mapping is read through libpagetrace's ring (pt_ring_*),
+ * as pagetrace record reads it; the tests of the kernel's own checks call
+ * mmap() and PAGETRACE_IOC_CONSUME directly.
+ */
 
 static uint64_t load_acquire(const __u64 *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-static const struct pagetrace_meta_cpu *meta_cpu(const struct mapped *m,
-						 unsigned int cpu)
-{
-	return (const void *)((const char *)m->map + m->meta->cpu_offset +
-			      (size_t)cpu * m->meta->cpu_stride);
-}
-
-static const struct pagetrace_chunk *mapped_chunk(const struct mapped *m,
-						  unsigned int cpu, uint64_t pos)
-{
-	return (const void *)((const char *)m->map + m->meta->data_offset +
-			      cpu * m->meta->ring_size +
-			      (pos % m->meta->nr_bufs) * m->meta->chunk_size);
 }
 
 static size_t chunk_len(const struct pagetrace_chunk *ch)
@@ -247,20 +232,14 @@ static size_t chunk_len(const struct pagetrace_chunk *ch)
 	return sizeof(*ch) + (size_t)ch->nr_words * 8;
 }
 
-static int map_session(int fd, struct mapped *m)
+/* The chunk of @cpu at @pos, or NULL if the ring finds it corrupt. */
+static const struct pagetrace_chunk *ring_chunk(struct pt_ring *ring,
+						unsigned int cpu, uint64_t pos)
 {
-	struct pagetrace_mmap_info mi;
+	const struct pagetrace_chunk *ch;
+	size_t len;
 
-	if (ioctl(fd, PAGETRACE_IOC_MMAP_INFO, &mi))
-		return -errno;
-	m->map = mmap(NULL, mi.mmap_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (m->map == MAP_FAILED) {
-		m->map = NULL;
-		return -errno;
-	}
-	m->size = mi.mmap_size;
-	m->meta = m->map;
-	return 0;
+	return pt_ring_chunk(ring, cpu, pos, &ch, &len) ? NULL : ch;
 }
 
 static int consume(int fd, const uint64_t *pos, unsigned int nr)
@@ -271,60 +250,67 @@ static int consume(int fd, const uint64_t *pos, unsigned int nr)
 }
 
 /* Every CPU's consumed position, into @pos. */
-static void current_pos(const struct mapped *m, uint64_t *pos)
+static void current_pos(struct pt_ring *ring, uint64_t *pos)
 {
-	for (unsigned int cpu = 0; cpu < m->meta->nr_cpus; cpu++)
-		pos[cpu] = meta_cpu(m, cpu)->consumed;
+	for (unsigned int cpu = 0; cpu < pt_ring_meta(ring)->nr_cpus; cpu++)
+		pos[cpu] = pt_ring_cpu(ring, cpu)->consumed;
 }
 
 /*
- * The recorder's loop, once: append every CPU's chunks [consumed, produced)
- * to @b (@per_cpu: to that CPU's buffer as well), then give them back.
- * Returns the chunks taken, or -errno from CONSUME.
+ * The recorder's loop, once: append every CPU's closed chunks to @b
+ * (@per_cpu: to that CPU's buffer as well), then give them back.
+ * Returns the chunks taken, or -errno.
  */
-static int drain_mapped(int fd, const struct mapped *m, struct buf *b,
-			struct buf *per_cpu)
+static int drain_ring(struct pt_ring *ring, struct buf *b, struct buf *per_cpu)
 {
-	uint64_t pos[MAX_CPUS];
-	unsigned int nr = m->meta->nr_cpus;
-	int taken = 0, ret;
+	unsigned int nr = pt_ring_meta(ring)->nr_cpus;
+	int64_t moved;
+	int taken = 0;
 
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
-		const struct pagetrace_meta_cpu *mc = meta_cpu(m, cpu);
-		uint64_t p = mc->consumed, end = load_acquire(&mc->produced);
+		uint64_t pos;
+		int64_t n = pt_ring_peek(ring, cpu, &pos);
 
-		for (; p < end; p++, taken++) {
-			const struct pagetrace_chunk *ch = mapped_chunk(m, cpu, p);
+		for (int64_t i = 0; i < n; i++, taken++) {
+			const struct pagetrace_chunk *ch;
+			size_t len;
+			int ret = pt_ring_chunk(ring, cpu, pos + i, &ch, &len);
 
-			buf_add(b, ch, chunk_len(ch));
+			if (ret)
+				return ret;
+			buf_add(b, ch, len);
 			if (per_cpu)
-				buf_add(&per_cpu[cpu], ch, chunk_len(ch));
+				buf_add(&per_cpu[cpu], ch, len);
 		}
-		pos[cpu] = end;
+		if (n > 0 && pt_ring_advance(ring, cpu, n))
+			return -EINVAL;
 	}
-	ret = consume(fd, pos, nr);
-	return ret ? ret : taken;
+	moved = pt_ring_consume(ring);
+	if (moved < 0)
+		return (int)moved;
+	return moved == taken ? taken : -EPROTO;
 }
 
 /* Drain until a pass finds nothing: after STOP, everything. */
-static int drain_to_end(int fd, const struct mapped *m, struct buf *b)
+static int drain_to_end(struct pt_ring *ring, struct buf *b)
 {
 	int n, rounds = 0;
 
 	do {
-		n = drain_mapped(fd, m, b, NULL);
+		n = drain_ring(ring, b, NULL);
 	} while (n > 0 && ++rounds < 100);
 	return n;
 }
 
-/* The header copy in the meta area, appended to @b. */
 /* The stream's prefix from the mapping: the header, then the snapshot. */
-static void add_header(const struct mapped *m, struct buf *b)
+static void add_header(struct pt_ring *ring, struct buf *b)
 {
-	buf_add(b, (const char *)m->map + m->meta->header_offset,
-		m->meta->header_size);
-	buf_add(b, (const char *)m->map + m->meta->snapshot_offset,
-		m->meta->snapshot_size);
+	const void *snap;
+	size_t snap_len;
+	const struct pagetrace_header *h = pt_ring_header(ring, &snap, &snap_len);
+
+	buf_add(b, h, pt_ring_meta(ring)->header_size);
+	buf_add(b, snap, snap_len);
 }
 
 /* What a decode of a stream found. */
@@ -400,7 +386,7 @@ static void decode(const struct buf *b, struct decoded *d, uint64_t want_pfn)
 
 FIXTURE(mm) {
 	int		fd;
-	struct mapped	m;
+	struct pt_ring	*ring;
 	struct buf	b;
 	struct decoded	d;
 	bool		params;		/* teardown restores buf_size/nr_bufs */
@@ -428,8 +414,7 @@ FIXTURE_SETUP(mm)
 
 FIXTURE_TEARDOWN(mm)
 {
-	if (self->m.map)
-		munmap(self->m.map, self->m.size);
+	pt_ring_unmap(self->ring);
 	if (self->fd >= 0)
 		close(self->fd);
 	free(self->b.p);
@@ -444,7 +429,7 @@ static int open_session(FIXTURE_DATA(mm) *self)
 	self->fd = open(DEV, O_RDONLY | O_CLOEXEC);
 	if (self->fd < 0)
 		return -errno;
-	return map_session(self->fd, &self->m);
+	return pt_ring_map(self->fd, &self->ring);
 }
 
 /* Tiny rings for this test's session: @nr_bufs buffers of @buf_size. */
@@ -471,7 +456,7 @@ TEST_F(mm, geometry)
 
 	READY();
 	ASSERT_EQ(0, open_session(self));
-	mt = self->m.meta;
+	mt = pt_ring_meta(self->ring);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_INFO, &info));
 	memset(&mi, 0xa5, sizeof(mi));
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_MMAP_INFO, &mi));
@@ -513,7 +498,7 @@ TEST_F(mm, geometry)
 	ASSERT_LE(info.header_size, sizeof(hdr));
 	n = read(self->fd, hdr, info.header_size);
 	ASSERT_EQ((ssize_t)info.header_size, n);
-	ASSERT_EQ(0, memcmp(hdr, (char *)self->m.map + mt->header_offset, n));
+	ASSERT_EQ(0, memcmp(hdr, pt_ring_header(self->ring, NULL, NULL), n));
 	memcpy(&h, hdr, sizeof(h));
 	ASSERT_EQ(0, h.flags & PAGETRACE_FLAG_OVERWRITE);
 	/* Still unclaimed: CONSUME may claim it for the mapping. */
@@ -555,14 +540,15 @@ TEST_F(mm, bad_mmap)
 	}
 
 	/* A good mapping cannot be made writable, nor grown. */
-	ASSERT_EQ(0, map_session(self->fd, &self->m));
-	ASSERT_EQ(-1, mprotect(self->m.map, size, PROT_READ | PROT_WRITE));
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(-1, mprotect(p, size, PROT_READ | PROT_WRITE));
 	ASSERT_EQ(EACCES, errno);
-	p = mremap(self->m.map, size, size + PAGE, MREMAP_MAYMOVE);
-	ASSERT_EQ(MAP_FAILED, p);
+	ASSERT_EQ(MAP_FAILED, mremap(p, size, size + PAGE, MREMAP_MAYMOVE));
 	/* It reads: the magic, and the last byte of the last ring. */
-	ASSERT_EQ(PAGETRACE_META_MAGIC, self->m.meta->magic);
-	ASSERT_EQ(0, ((volatile char *)self->m.map)[size - 1]);
+	ASSERT_EQ(PAGETRACE_META_MAGIC, ((const struct pagetrace_meta *)p)->magic);
+	ASSERT_EQ(0, ((volatile char *)p)[size - 1]);
+	munmap(p, size);
 }
 
 /* CONSUME, SET_MODE, FREEZE and THAW check their arguments and state. */
@@ -578,7 +564,7 @@ TEST_F(mm, bad_ioctl)
 
 	READY();
 	ASSERT_EQ(0, open_session(self));
-	nr = self->m.meta->nr_cpus;
+	nr = pt_ring_meta(self->ring)->nr_cpus;
 	ASSERT_GE(MAX_CPUS, nr);
 
 	memset(&c, 0, sizeof(c));
@@ -624,17 +610,17 @@ TEST_F(mm, bad_ioctl)
 	/* Positions beyond produced or behind consumed: nothing moves. */
 	touch_and_free(64 * PAGE);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_FLUSH));
-	current_pos(&self->m, before);
+	current_pos(self->ring, before);
 	for (unsigned int cpu = 0; cpu < nr; cpu++)
-		pos[cpu] = load_acquire(&meta_cpu(&self->m, cpu)->produced);
+		pos[cpu] = load_acquire(&pt_ring_cpu(self->ring, cpu)->produced);
 	pos[nr - 1] += 1;
 	ASSERT_EQ(-EINVAL, consume(self->fd, pos, nr));
 	for (unsigned int cpu = 0; cpu < nr; cpu++)
-		ASSERT_EQ(before[cpu], meta_cpu(&self->m, cpu)->consumed);
+		ASSERT_EQ(before[cpu], pt_ring_cpu(self->ring, cpu)->consumed);
 	pos[nr - 1] -= 1;
 	ASSERT_EQ(0, consume(self->fd, pos, nr));
 	for (unsigned int cpu = 0; cpu < nr; cpu++)
-		ASSERT_EQ(pos[cpu], meta_cpu(&self->m, cpu)->consumed);
+		ASSERT_EQ(pos[cpu], pt_ring_cpu(self->ring, cpu)->consumed);
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
 		if (!pos[cpu])
 			continue;
@@ -651,8 +637,8 @@ TEST_F(mm, bad_ioctl)
 	ASSERT_EQ(EBUSY, errno);
 
 	/* And the other way round, in a new session. */
-	munmap(self->m.map, self->m.size);
-	self->m.map = NULL;
+	pt_ring_unmap(self->ring);
+	self->ring = NULL;
 	close(self->fd);
 	self->fd = open(DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	ASSERT_LE(0, self->fd);
@@ -667,7 +653,7 @@ TEST_F(mm, bad_ioctl)
 	ASSERT_EQ(-1, ioctl(self->fd, PAGETRACE_IOC_SET_MODE, &md));
 	ASSERT_EQ(EBUSY, errno);
 	/* Mapping to watch is still fine. */
-	ASSERT_EQ(0, map_session(self->fd, &self->m));
+	ASSERT_EQ(0, pt_ring_map(self->fd, &self->ring));
 }
 
 /*
@@ -685,23 +671,24 @@ TEST_F_TIMEOUT(mm, same_as_read, 120)
 
 	READY();
 	ASSERT_EQ(0, open_session(self));
-	nr = self->m.meta->nr_cpus;
+	nr = pt_ring_meta(self->ring)->nr_cpus;
 	ASSERT_GE(MAX_CPUS, nr);
 	on_every_cpu(256 * PAGE);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_STOP));
-	ASSERT_TRUE(self->m.meta->flags & PAGETRACE_META_STOPPED);
+	ASSERT_TRUE(pt_ring_meta(self->ring)->flags & PAGETRACE_META_STOPPED);
 
 	/* Copy the mapped chunks out without consuming them. */
-	add_header(&self->m, &mapped);
+	add_header(self->ring, &mapped);
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
-		const struct pagetrace_meta_cpu *mc = meta_cpu(&self->m, cpu);
+		const struct pagetrace_meta_cpu *mc = pt_ring_cpu(self->ring, cpu);
 		uint64_t end = load_acquire(&mc->produced);
 
 		ASSERT_EQ(0, mc->consumed);
-		ASSERT_GE(self->m.meta->nr_bufs, end) TH_LOG("cpu %u wrapped", cpu);
+		ASSERT_GE(pt_ring_meta(self->ring)->nr_bufs, end) TH_LOG("cpu %u wrapped", cpu);
 		for (uint64_t p = 0; p < end; p++) {
-			const struct pagetrace_chunk *ch = mapped_chunk(&self->m, cpu, p);
+			const struct pagetrace_chunk *ch = ring_chunk(self->ring, cpu, p);
 
+			ASSERT_NE(NULL, ch);
 			buf_add(&per_cpu[cpu], ch, chunk_len(ch));
 			buf_add(&mapped, ch, chunk_len(ch));
 		}
@@ -712,7 +699,7 @@ TEST_F_TIMEOUT(mm, same_as_read, 120)
 	/* Now read() the same session to its end. */
 	ASSERT_EQ(0, read_all(self->fd, &rd));
 	/* The prefix: the header, then the snapshot chunks. */
-	off = self->m.meta->header_size + self->m.meta->snapshot_size;
+	off = pt_ring_meta(self->ring)->header_size + pt_ring_meta(self->ring)->snapshot_size;
 	ASSERT_LE(off, rd.len);
 	ASSERT_EQ(0, memcmp(rd.p, mapped.p, off));
 	while (off < rd.len) {
@@ -736,8 +723,8 @@ TEST_F_TIMEOUT(mm, same_as_read, 120)
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
 		ASSERT_EQ(0, per_cpu[cpu].len) TH_LOG("read() missed chunks of cpu %u", cpu);
 		/* read() consumed them all, and the meta area says so. */
-		ASSERT_EQ(meta_cpu(&self->m, cpu)->produced,
-			  meta_cpu(&self->m, cpu)->consumed);
+		ASSERT_EQ(pt_ring_cpu(self->ring, cpu)->produced,
+			  pt_ring_cpu(self->ring, cpu)->consumed);
 	}
 
 	/* Both decode, to the same events per CPU. */
@@ -768,16 +755,16 @@ TEST_F_TIMEOUT(mm, counters, 120)
 
 	READY();
 	ASSERT_EQ(0, open_session(self));
-	nr = self->m.meta->nr_cpus;
+	nr = pt_ring_meta(self->ring)->nr_cpus;
 	ASSERT_GE(MAX_CPUS, nr);
 	ASSERT_EQ(0, consume(self->fd, NULL, 0));
-	add_header(&self->m, &self->b);
+	add_header(self->ring, &self->b);
 	for (int i = 0; i < 4; i++) {
 		on_every_cpu(128 * PAGE);
-		ASSERT_LE(0, drain_mapped(self->fd, &self->m, &self->b, NULL));
+		ASSERT_LE(0, drain_ring(self->ring, &self->b, NULL));
 	}
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_STOP));
-	ASSERT_EQ(0, drain_to_end(self->fd, &self->m, &self->b));
+	ASSERT_EQ(0, drain_to_end(self->ring, &self->b));
 
 	decode(&self->b, &self->d, 0);
 	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
@@ -785,7 +772,7 @@ TEST_F_TIMEOUT(mm, counters, 120)
 	s.nr_cpus = nr;
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_STATS, &s));
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
-		const struct pagetrace_meta_cpu *mc = meta_cpu(&self->m, cpu);
+		const struct pagetrace_meta_cpu *mc = pt_ring_cpu(self->ring, cpu);
 
 		ASSERT_EQ(mc->produced, mc->consumed);
 		ASSERT_EQ(mc->produced, mc->chunks);
@@ -812,14 +799,14 @@ TEST_F(mm, flush_returns_all)
 	ASSERT_LE(0, pin_to_first_cpu());
 	ASSERT_EQ(0, open_session(self));
 	ASSERT_EQ(0, consume(self->fd, NULL, 0));
-	add_header(&self->m, &self->b);
+	add_header(self->ring, &self->b);
 	for (int i = 0; i < 8; i++) {
 		pfns[i] = one_page_event();
 		ASSERT_NE(0, pfns[i]) TH_LOG("no PFN from /proc/self/pagemap");
 	}
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_FLUSH));
 	/* No waiting: everything is in closed chunks when FLUSH returns. */
-	ASSERT_LE(0, drain_mapped(self->fd, &self->m, &self->b, NULL));
+	ASSERT_LE(0, drain_ring(self->ring, &self->b, NULL));
 	for (int i = 0; i < 8; i++) {
 		decode(&self->b, &self->d, pfns[i]);
 		ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
@@ -843,9 +830,9 @@ TEST_F(mm, poll_wakes)
 	ASSERT_LE(0, pin_to_first_cpu());
 	ASSERT_EQ(0, open_session(self));
 	ASSERT_EQ(0, consume(self->fd, NULL, 0));
-	add_header(&self->m, &self->b);
+	add_header(self->ring, &self->b);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_FLUSH));
-	ASSERT_LE(0, drain_mapped(self->fd, &self->m, &self->b, NULL));
+	ASSERT_LE(0, drain_ring(self->ring, &self->b, NULL));
 	/* Claimed by the mapping: the unread header does not count. */
 	pfd = (struct pollfd){ .fd = self->fd, .events = POLLIN };
 
@@ -860,7 +847,7 @@ TEST_F(mm, poll_wakes)
 		if (!ret)
 			break;
 		ASSERT_EQ(POLLIN, pfd.revents & (POLLIN | POLLERR | POLLHUP));
-		ASSERT_LE(0, drain_mapped(self->fd, &self->m, &self->b, NULL));
+		ASSERT_LE(0, drain_ring(self->ring, &self->b, NULL));
 		decode(&self->b, &self->d, pfn);
 		ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
 		seen = self->d.found_alloc;
@@ -894,15 +881,15 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 	cpu = pin_to_first_cpu();
 	ASSERT_LE(0, cpu);
 	ASSERT_EQ(0, open_session(self));
-	nr = self->m.meta->nr_cpus;
+	nr = pt_ring_meta(self->ring)->nr_cpus;
 	ASSERT_GE(MAX_CPUS, nr);
-	ASSERT_EQ(PAGE, self->m.meta->chunk_size);
-	ASSERT_EQ(4, self->m.meta->nr_bufs);
+	ASSERT_EQ(PAGE, pt_ring_meta(self->ring)->chunk_size);
+	ASSERT_EQ(4, pt_ring_meta(self->ring)->nr_bufs);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_SET_MODE, &md));
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_SET_MODE, &md));
-	ASSERT_EQ(PAGETRACE_MODE_FLIGHT, self->m.meta->mode);
-	ASSERT_TRUE(self->m.meta->flags & PAGETRACE_META_OVERWRITE);
-	memcpy(&h, (char *)self->m.map + self->m.meta->header_offset, sizeof(h));
+	ASSERT_EQ(PAGETRACE_MODE_FLIGHT, pt_ring_meta(self->ring)->mode);
+	ASSERT_TRUE(pt_ring_meta(self->ring)->flags & PAGETRACE_META_OVERWRITE);
+	memcpy(&h, pt_ring_header(self->ring, NULL, NULL), sizeof(h));
 	ASSERT_TRUE(h.flags & PAGETRACE_FLAG_OVERWRITE);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_INFO, &info));
 	ASSERT_TRUE(info.flags & PAGETRACE_FLAG_OVERWRITE);
@@ -916,12 +903,12 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 	pfn = one_page_event();
 	ASSERT_NE(0, pfn);
 	/* Running: the writers own consumed, consumers keep off. */
-	current_pos(&self->m, pos);
+	current_pos(self->ring, pos);
 	ASSERT_EQ(-EBUSY, consume(self->fd, pos, nr));
 
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_FREEZE));
-	ASSERT_TRUE(self->m.meta->flags & PAGETRACE_META_FROZEN);
-	mc = meta_cpu(&self->m, cpu);
+	ASSERT_TRUE(pt_ring_meta(self->ring)->flags & PAGETRACE_META_FROZEN);
+	mc = pt_ring_cpu(self->ring, cpu);
 	produced = load_acquire(&mc->produced);
 	consumed = mc->consumed;
 	TH_LOG("cpu %d: produced %llu consumed %llu overwritten %llu", cpu,
@@ -930,12 +917,14 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 	ASSERT_EQ(4, produced - consumed);
 	ASSERT_LT(4, produced);
 	ASSERT_EQ(consumed, mc->overwritten);
-	for (uint64_t p = consumed; p < produced; p++)
-		ASSERT_EQ(p, mapped_chunk(&self->m, cpu, p)->seq);
+	for (uint64_t p = consumed; p < produced; p++) {
+		ASSERT_NE(NULL, ring_chunk(self->ring, cpu, p));
+		ASSERT_EQ(p, ring_chunk(self->ring, cpu, p)->seq);
+	}
 
 	/* The dump: header + the newest chunks of every CPU. */
-	add_header(&self->m, &self->b);
-	ASSERT_LT(0, drain_mapped(self->fd, &self->m, &self->b, NULL));
+	add_header(self->ring, &self->b);
+	ASSERT_LT(0, drain_ring(self->ring, &self->b, NULL));
 	ASSERT_EQ(produced, mc->consumed);
 	decode(&self->b, &self->d, pfn);
 	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
@@ -950,14 +939,14 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 
 	/* THAW: overwriting resumes; a second dump follows the first. */
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_THAW));
-	ASSERT_FALSE(self->m.meta->flags & PAGETRACE_META_FROZEN);
-	current_pos(&self->m, pos);
+	ASSERT_FALSE(pt_ring_meta(self->ring)->flags & PAGETRACE_META_FROZEN);
+	current_pos(self->ring, pos);
 	ASSERT_EQ(-EBUSY, consume(self->fd, pos, nr));
 	touch_and_free(4096 * PAGE);
 	ASSERT_LT(produced + 4, load_acquire(&mc->produced));
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_STOP));
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_THAW));	/* no-op now */
-	ASSERT_EQ(0, drain_to_end(self->fd, &self->m, &self->b));
+	ASSERT_EQ(0, drain_to_end(self->ring, &self->b));
 	decode(&self->b, &self->d, 0);
 	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
 	ASSERT_LT(consumed, self->d.missing[cpu]);

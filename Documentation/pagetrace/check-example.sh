@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Check that the example decoder of format.rst still decodes the stream
-# exactly as `pagetrace dump` does.
+# exactly as `pagetrace dump` does, and that the recorder of mmap.rst
+# (example-ring.c) compiles against libpagetrace.
 #
 # usage: check-example.sh [PAGETRACE [TRACE...]]
 #
@@ -42,6 +43,11 @@ fail() {
 $CC -Wall -Wextra -Werror -I "$TOP/uapi" -o "$TMP/decoder" \
 	"$DOC/example-decoder.c" 2>"$TMP/cc.log" ||
 	{ sed 's/^/# /' "$TMP/cc.log"; fail "example-decoder.c does not compile"; }
+
+# The recorder of mmap.rst, against the library it shows.
+$CC -Wall -Wextra -Werror -I "$TOP/uapi" -I "$TOP/userspace/lib" -o "$TMP/ring" \
+	"$DOC/example-ring.c" "$TOP/userspace/lib/libpagetrace.a" 2>"$TMP/cc.log" ||
+	{ sed 's/^/# /' "$TMP/cc.log"; fail "example-ring.c does not compile against libpagetrace.a"; }
 
 if [ $# -eq 0 ]; then
 	cat >"$TMP/gen.c" <<'EOF'

@@ -37,7 +37,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -62,10 +61,8 @@ struct rec {
 
 	/* the session */
 	int		dev;
-	void		*map;
-	size_t		map_size;
+	struct pt_ring	*ring;
 	const struct pagetrace_meta *meta;
-	uint64_t	*pos;		/* CONSUME argument, one per CPU */
 
 	/* the output */
 	int		out;
@@ -264,8 +261,7 @@ static int open_device(struct rec *r)
 
 static int map_session(struct rec *r)
 {
-	struct pagetrace_mmap_info mi;
-	struct pagetrace_consume claim = { 0 };
+	int ret;
 
 	if (r->flight) {
 		struct pagetrace_mode m = { .mode = PAGETRACE_MODE_FLIGHT };
@@ -276,54 +272,28 @@ static int map_session(struct rec *r)
 			return -1;
 		}
 	}
-	if (ioctl(r->dev, PAGETRACE_IOC_MMAP_INFO, &mi)) {
-		fprintf(stderr, "pagetrace: " DEV ": no mmap support: %s "
-			"(is the module older than this tool?)\n", strerror(errno));
+	ret = pt_ring_map(r->dev, &r->ring);
+	if (ret) {
+		fprintf(stderr, "pagetrace: cannot map " DEV ": %s%s\n", strerror(-ret),
+			ret == -ENOTTY || ret == -EPROTO ?
+			" (is the module older or newer than this tool?)" : "");
 		return -1;
 	}
-	r->map = mmap(NULL, mi.mmap_size, PROT_READ, MAP_SHARED, r->dev, 0);
-	if (r->map == MAP_FAILED) {
-		r->map = NULL;
-		fprintf(stderr, "pagetrace: cannot map " DEV " (%" PRIu64 " bytes): %s\n",
-			(uint64_t)mi.mmap_size, strerror(errno));
-		return -1;
-	}
-	r->map_size = mi.mmap_size;
-	r->meta = r->map;
-	if (r->meta->magic != PAGETRACE_META_MAGIC ||
-	    r->meta->cpu_stride < sizeof(struct pagetrace_meta_cpu)) {
-		fprintf(stderr, "pagetrace: " DEV ": unknown meta area layout\n");
-		return -1;
-	}
-	r->pos = calloc(r->meta->nr_cpus, sizeof(*r->pos));
+	r->meta = pt_ring_meta(r->ring);
 	r->iov_max = IOV_MAX;
 	r->iov = calloc(r->iov_max, sizeof(*r->iov));
 	r->iov_chunk = calloc(r->iov_max, sizeof(*r->iov_chunk));
-	if (!r->pos || !r->iov || !r->iov_chunk) {
+	if (!r->iov || !r->iov_chunk) {
 		fprintf(stderr, "pagetrace: out of memory\n");
 		return -1;
 	}
 	/* Claim the session for the mapping (read() is refused from now on). */
-	if (ioctl(r->dev, PAGETRACE_IOC_CONSUME, &claim)) {
-		fprintf(stderr, "pagetrace: " DEV ": %s\n", strerror(errno));
+	ret = pt_ring_claim(r->ring);
+	if (ret) {
+		fprintf(stderr, "pagetrace: " DEV ": %s\n", strerror(-ret));
 		return -1;
 	}
 	return 0;
-}
-
-static const struct pagetrace_meta_cpu *meta_cpu(const struct rec *r,
-						 unsigned int cpu)
-{
-	return (const void *)((const char *)r->map + r->meta->cpu_offset +
-			      (size_t)cpu * r->meta->cpu_stride);
-}
-
-static const struct pagetrace_chunk *chunk_at(const struct rec *r,
-					      unsigned int cpu, uint64_t pos)
-{
-	return (const void *)((const char *)r->map + r->meta->data_offset +
-			      cpu * r->meta->ring_size +
-			      (pos % r->meta->nr_bufs) * r->meta->chunk_size);
 }
 
 /*
@@ -382,31 +352,31 @@ static int flush_iov(struct rec *r, int n)
 }
 
 /*
- * The recorder's step: write every CPU's closed chunks [consumed, produced)
- * from the mapping, then give them all back with one CONSUME.  Returns the
- * chunks written, or -1 on a write or CONSUME error.
+ * The recorder's step: write every CPU's closed chunks from the mapping,
+ * then give them all back with one CONSUME.  Returns the chunks written,
+ * or -1 on a write or CONSUME error.
  */
 static long drain(struct rec *r)
 {
 	unsigned int nr = r->meta->nr_cpus;
 	long total = 0;
+	int64_t moved;
 	int n = 0;
 
 	if (r->write_err)
 		return -1;
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
-		const struct pagetrace_meta_cpu *mc = meta_cpu(r, cpu);
-		/* Acquire: the chunks below produced are complete (uapi header). */
-		uint64_t end = __atomic_load_n(&mc->produced, __ATOMIC_ACQUIRE);
-		uint64_t p = mc->consumed;
+		uint64_t pos;
+		int64_t avail = pt_ring_peek(r->ring, cpu, &pos);
 
-		for (; p < end; p++) {
-			const struct pagetrace_chunk *ch = chunk_at(r, cpu, p);
-			size_t len = sizeof(*ch) + (size_t)ch->nr_words * 8;
+		for (int64_t i = 0; i < avail; i++) {
+			const struct pagetrace_chunk *ch;
+			size_t len;
 
-			if (len > r->meta->chunk_size) {
+			if (pt_ring_chunk(r->ring, cpu, pos + i, &ch, &len)) {
 				fprintf(stderr, "pagetrace: cpu %u chunk %" PRIu64 " is "
-					"corrupt (%zu bytes)\n", cpu, p, len);
+					"corrupt (more words than its buffer holds)\n",
+					cpu, pos + i);
 				r->write_err = EBADMSG;
 				return -1;
 			}
@@ -420,23 +390,17 @@ static long drain(struct rec *r)
 			}
 			total++;
 		}
-		r->pos[cpu] = end;
+		if (avail > 0)
+			pt_ring_advance(r->ring, cpu, avail);
 	}
 	if (n && flush_iov(r, n))
 		return -1;
-	/*
-	 * Nothing moved: no syscall.  (After STOP, the CONSUME that empties
-	 * the rings is the one that lets the kernel report late losses.)
-	 */
-	if (!total)
-		return 0;
 	/* write() has returned: the bytes are out of the mapping. */
-	struct pagetrace_consume c = { .pos = (uintptr_t)r->pos, .nr_cpus = nr };
-
-	if (ioctl(r->dev, PAGETRACE_IOC_CONSUME, &c)) {
+	moved = pt_ring_consume(r->ring);
+	if (moved < 0) {
 		fprintf(stderr, "pagetrace: giving buffers back failed: %s\n",
-			strerror(errno));
-		r->write_err = errno;
+			strerror((int)-moved));
+		r->write_err = (int)-moved;
 		return -1;
 	}
 	return total;
@@ -506,7 +470,7 @@ static void meta_totals(const struct rec *r, struct totals *t)
 {
 	memset(t, 0, sizeof(*t));
 	for (unsigned int cpu = 0; cpu < r->meta->nr_cpus; cpu++) {
-		const struct pagetrace_meta_cpu *mc = meta_cpu(r, cpu);
+		const struct pagetrace_meta_cpu *mc = pt_ring_cpu(r->ring, cpu);
 
 		t->events += mc->events;
 		t->lost += mc->lost;
@@ -721,10 +685,10 @@ static int open_output(struct rec *r)
 	return 0;
 }
 
-/* Write @len bytes of the mapping from @off; 0 or -1 (reported). */
-static int write_mapped(struct rec *r, uint64_t off, size_t len)
+/* Write @len bytes from @p; 0 or -1 (reported). */
+static int write_all(struct rec *r, const void *buf, size_t len)
 {
-	const char *p = (const char *)r->map + off;
+	const char *p = buf;
 
 	while (len) {
 		ssize_t w = write(r->out, p, len);
@@ -744,10 +708,13 @@ static int write_mapped(struct rec *r, uint64_t off, size_t len)
 /* The stream's prefix: the header, then the memory map at start. */
 static int write_header(struct rec *r)
 {
-	if (write_mapped(r, r->meta->header_offset, r->meta->header_size) ||
-	    write_mapped(r, r->meta->snapshot_offset, r->meta->snapshot_size))
+	const void *snap;
+	size_t snap_len;
+	const struct pagetrace_header *h = pt_ring_header(r->ring, &snap, &snap_len);
+
+	if (write_all(r, h, r->meta->header_size) || write_all(r, snap, snap_len))
 		return -1;
-	r->file_off = r->meta->header_size + r->meta->snapshot_size;
+	r->file_off = r->meta->header_size + snap_len;
 	return 0;
 }
 
@@ -880,11 +847,9 @@ out:
 		fprintf(stderr, "pagetrace: %s: %s\n", r.path, strerror(errno));
 		ret = EXIT_TRACE;
 	}
-	if (r.map)
-		munmap(r.map, r.map_size);
+	pt_ring_unmap(r.ring);
 	if (r.dev >= 0)
 		close(r.dev);
-	free(r.pos);
 	free(r.iov);
 	free(r.iov_chunk);
 	return ret;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * libpagetrace: read the pagetrace v1 stream (see uapi/linux/pagetrace.h).
+ * libpagetrace: read the pagetrace v1 stream (see uapi/linux/pagetrace.h),
+ * from a file or a pipe, or in place from the mapped session (pt_ring_*).
  *
  * Conventions, as in liburing: every symbol starts with pt_, functions
  * return 0 or a count on success and -errno on failure, and nothing in the
@@ -700,6 +701,76 @@ uint64_t pt_life_bucket_ns(unsigned int bucket);
  * Return: ns, or 0 if @h is empty.
  */
 uint64_t pt_life_percentile(const struct pt_life_hist *h, double pct);
+
+/*
+ * The mapped session: zero-copy reading of /dev/pagetrace.
+ *
+ * The module maps a meta area (positions and counters of every CPU, the
+ * header, the snapshot) and every CPU's ring of chunk buffers, read-only
+ * (see the drawing in uapi/linux/pagetrace.h).  A CPU's closed chunks are
+ * [consumed, produced); the consumer reads them where they are and gives
+ * them back with PAGETRACE_IOC_CONSUME.  The library owns that protocol:
+ *
+ *	pt_ring_map(fd, &r);		map the session open on fd
+ *	pt_ring_claim(r);		read() is refused from now on
+ *	for each cpu:
+ *		n = pt_ring_peek(r, cpu, &pos);	closed chunks pos .. pos+n-1
+ *		pt_ring_chunk(r, cpu, pos + i, &ch, &len);	read one
+ *		pt_ring_advance(r, cpu, n);	done with them
+ *	pt_ring_consume(r);		give every advanced chunk back, one ioctl
+ *	pt_ring_unmap(r);
+ *
+ * One thread at a time per ring.  In flight recorder mode the kernel
+ * overwrites unconsumed chunks itself: peek and read only between
+ * PAGETRACE_IOC_FREEZE and PAGETRACE_IOC_THAW.
+ */
+struct pt_ring;
+
+/*
+ * Map the session open on @fd (not closed by the ring; it must stay open).
+ * -ENOTTY if @fd is not /dev/pagetrace, -EPROTO if the meta area has a
+ * layout this library does not know, -ENOMEM, or mmap()'s -errno.
+ */
+int pt_ring_map(int fd, struct pt_ring **out);
+/* Unmap and free; NULL is a no-op. */
+void pt_ring_unmap(struct pt_ring *r);
+/* Claim the session for the mapping (read() fails with EBUSY after). */
+int pt_ring_claim(struct pt_ring *r);
+/* The meta area: nr_cpus, chunk_size, nr_bufs, flags, mode, offsets. */
+const struct pagetrace_meta *pt_ring_meta(const struct pt_ring *r);
+/* @cpu's positions and counters; NULL if @cpu >= nr_cpus. */
+const struct pagetrace_meta_cpu *pt_ring_cpu(const struct pt_ring *r, unsigned int cpu);
+/*
+ * The stream's prefix, as a file written from the mapping begins: the
+ * header, then the snapshot (header_size + snapshot_size bytes, in two
+ * pieces).  Returns the header; *@snapshot and *@snapshot_len (if not
+ * NULL) give the snapshot.
+ */
+const struct pagetrace_header *pt_ring_header(const struct pt_ring *r,
+					      const void **snapshot,
+					      size_t *snapshot_len);
+/*
+ * @cpu's closed chunks not yet advanced past: returns how many (0 if none,
+ * or -EINVAL for a CPU the ring does not have) and sets *@pos to the
+ * position of the first.  Reads produced with acquire: the chunks it
+ * covers are complete.
+ */
+int64_t pt_ring_peek(struct pt_ring *r, unsigned int cpu, uint64_t *pos);
+/*
+ * The chunk of @cpu at @pos (from pt_ring_peek()) and its length in
+ * bytes, header included: 0, -EINVAL for a CPU the ring does not have, or
+ * -EBADMSG if its word count does not fit the buffer.
+ */
+int pt_ring_chunk(const struct pt_ring *r, unsigned int cpu, uint64_t pos,
+		  const struct pagetrace_chunk **chunk, size_t *len);
+/* Done with the next @n chunks of @cpu; they go back at pt_ring_consume(). */
+int pt_ring_advance(struct pt_ring *r, unsigned int cpu, uint64_t n);
+/*
+ * Give every chunk advanced past back to the kernel, with one
+ * PAGETRACE_IOC_CONSUME: returns how many (0 if none: then no system
+ * call), or the ioctl's -errno.  The chunks must not be read after.
+ */
+int64_t pt_ring_consume(struct pt_ring *r);
 
 #ifdef __cplusplus
 }
