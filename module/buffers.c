@@ -43,8 +43,12 @@ int pt_buffers_alloc(struct pt_session *sess)
 	unsigned int cpu;
 
 	sess->cpus = kcalloc(nr_cpu_ids, sizeof(*sess->cpus), GFP_KERNEL);
-	if (!sess->cpus)
+	sess->flushed_seq = kcalloc(nr_cpu_ids, sizeof(*sess->flushed_seq),
+				    GFP_KERNEL);
+	if (!sess->cpus || !sess->flushed_seq) {
+		pt_buffers_free(sess);
 		return -ENOMEM;
+	}
 	for_each_possible_cpu(cpu) {
 		struct pt_cpu *c = &sess->cpus[cpu];
 
@@ -68,6 +72,8 @@ void pt_buffers_free(struct pt_session *sess)
 {
 	unsigned int cpu;
 
+	kfree(sess->flushed_seq);
+	sess->flushed_seq = NULL;
 	if (!sess->cpus)
 		return;
 	for_each_possible_cpu(cpu) {
@@ -88,7 +94,12 @@ void pt_buffers_free(struct pt_session *sess)
 static void pt_flush_one(struct pt_cpu *c)
 {
 	pt_writer_fold(c);
-	if (!c->chunk && c->lost && !pt_open_chunk(c, pt_clock_now()))
+	/*
+	 * For an offline CPU this runs on another CPU's clock, which may lag
+	 * (local_clock() is per CPU): never open before the CPU's last sync.
+	 */
+	if (!c->chunk && c->lost &&
+	    !pt_open_chunk(c, max(pt_clock_now(), c->base)))
 		return;
 	if (c->chunk && (c->len > 2 || c->lost))
 		pt_close_chunk(c, PAGETRACE_CHUNK_FLUSHED);
@@ -141,9 +152,10 @@ static bool pt_needs_timed_flush(int cpu, void *info)
 	struct pt_session *sess = info;
 	struct pt_cpu *c = &sess->cpus[cpu];
 	u64 seq = READ_ONCE(c->seq);
-	bool stale = seq == c->flushed_seq;
+	bool stale = seq == sess->flushed_seq[cpu];
 
-	c->flushed_seq = seq;
+	/* The flusher's own record (flush_lock), not the CPU's cache line. */
+	sess->flushed_seq[cpu] = seq;
 	return stale && pt_needs_flush(cpu, info);
 }
 
@@ -275,8 +287,8 @@ void pt_flush_work_fn(struct work_struct *work)
  * @sess: the session
  *
  * On the unbound workqueue: the flush reaches every CPU by IPI anyway, so
- * it has no reason to wake the CPU whose timer armed it, nor to keep to
- * it.
+ * the work need not run on the CPU whose timer fired, and it keeps to the
+ * CPUs unbound work may use (not those isolated from it).
  */
 void pt_flush_work_arm(struct pt_session *sess)
 {
@@ -292,10 +304,11 @@ void pt_flush_work_arm(struct pt_session *sess)
 static struct pagetrace_chunk *pt_reader_peek(struct pt_session *sess,
 					      struct pt_cpu *c)
 {
-	/* Only we (read_lock) move consumed while read() may be used. */
-	u64 consumed = c->meta->consumed;
+	u64 consumed;
 
 	lockdep_assert_held(&sess->read_lock);
+	/* Only we (read_lock) move consumed while read() may be used. */
+	consumed = c->meta->consumed;
 	/* Pairs with the release in pt_close_chunk(). */
 	if (consumed == smp_load_acquire(&c->meta->produced))
 		return NULL;

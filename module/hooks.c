@@ -1247,12 +1247,12 @@ static bool pt_required(void)
 /**
  * pt_hooks_init - choose the hooks of both backends for this kernel
  *
- * Context: module load; attaches nothing.  Fails if the backend hook=
- * names (or the default) cannot record every kind of event this kernel
- * has, or if require= names a function that cannot be probed, unless
- * partial=1 is set; the kernel log says which.
+ * Context: module load; attaches nothing.
  *
- * Return: 0 or -errno.
+ * Return: 0, or -errno if the backend hook= names (or the default) cannot
+ * record every kind of event this kernel has, or if require= names a
+ * function that cannot be probed, unless partial=1 is set; the kernel log
+ * says which.
  */
 int pt_hooks_init(void)
 {

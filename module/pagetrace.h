@@ -104,9 +104,9 @@ struct pt_filter {
  *
  * Concurrency rules:
  *  - Writer fields (@chunk ... @named) are touched only by the owning
- *    CPU with interrupts disabled (pt_emit() and the flush, freeze and
- *    mode IPIs), or, while the CPU is offline and so cannot run a writer,
- *    by a flusher holding sess->flush_lock and cpus_read_lock().  No lock.
+ *    CPU with interrupts disabled (pt_emit() and the flush and mode
+ *    IPIs), or, while the CPU is offline and so cannot run a writer, by a
+ *    flusher holding sess->flush_lock and cpus_read_lock().  No lock.
  *    Interrupts off do not keep out an NMI, and since 6.15 an NMI may
  *    allocate and free pages (alloc_pages_nolock()); nor do they keep out
  *    a kprobe (or BPF program) on a function the writer calls that
@@ -142,7 +142,6 @@ struct pt_cpu {
 	u64			seq;		/* seq of the next chunk to close */
 	u64			lost;		/* dropped since the last close */
 	u64			produced_w;	/* writer's copy of produced */
-	u64			flushed_seq;	/* seq seen by the last timer tick */
 	u64			overwritten;	/* chunks overwritten (flight) */
 	bool			overwrite;	/* full ring: overwrite the oldest */
 	bool			tasks;		/* write task records and names */
@@ -171,10 +170,12 @@ struct pt_cpu {
  * pt_writer_enter - take this CPU's writer state for a change
  * @c: this CPU's writer, interrupts off
  *
- * Only an NMI can find @c->busy set: interrupts are off wherever it is
- * set.  Such an event is dropped and counted, never written into the
- * middle of the interrupted one.  The flush IPIs take the state the same
- * way; running with interrupts off, they never find it taken.
+ * Interrupts are off wherever @c->busy is set, so only an NMI, or a probe
+ * (kprobe, BPF) on a function the writer calls, can find it set.  Such an
+ * event is dropped and counted, never written into the middle of the
+ * interrupted one.  The flush IPIs take the state the same way; they run
+ * with interrupts off and call nothing probed before taking it, so they
+ * never find it taken.
  *
  * Return: false if the event must be dropped (it is counted already).
  */
@@ -267,6 +268,8 @@ struct pt_session {
 
 	struct mutex		flush_lock;	/* one flush at a time */
 	struct delayed_work	flush_work;
+	/* Per CPU, its seq at the last timed flush; under flush_lock */
+	u64			*flushed_seq;
 
 	unsigned long		missed_seen;	/* probe misses already counted */
 };
