@@ -12,7 +12,8 @@
  * Flushing closes buffers that are only partly full, so that events reach
  * the reader at a trickle too.  A CPU's open buffer may only be touched by
  * that CPU, so a flush runs on each CPU that has something to flush, in an
- * IPI (interrupts off there, like the writer) - the seed's ragged barrier.
+ * IPI (interrupts off there, like the writer): a ragged barrier, as the
+ * Go runtime's tracer uses to flush its per-P buffers.
  * Offline CPUs run no writer; their buffers are flushed from here directly,
  * under cpus_read_lock() so that they stay offline meanwhile.
  *
