@@ -70,7 +70,7 @@ bool pt_open_chunk(struct pt_cpu *c, u64 now)
 	u64 consumed;
 
 	/*
-	 * Pairs with the release in pt_reader_put() and pt_consume(): the
+	 * Pairs with the release in pt_reader_put() and pt_consume_apply(): the
 	 * reader is done with the buffer before we write into it.
 	 */
 	consumed = smp_load_acquire(&c->meta->consumed);
