@@ -83,8 +83,6 @@ void pt_buffers_free(struct pt_session *sess)
 	}
 	kfree(sess->cpus);
 	sess->cpus = NULL;
-	vfree(sess->meta);
-	sess->meta = NULL;
 }
 
 /*

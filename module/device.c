@@ -355,18 +355,6 @@ unlock:
 	return ret;
 }
 
-/* Rewrite the header's flags in both copies; nobody has read them yet. */
-static void pt_header_set_flags(struct pt_session *sess, u32 flags)
-{
-	struct pagetrace_header *h = sess->header;
-	struct pagetrace_header *mh = (void *)sess->meta +
-				      sess->meta->header_offset;
-
-	sess->header_flags = flags;
-	h->flags = pt_le32(flags);
-	WRITE_ONCE(mh->flags, pt_le32(flags));
-}
-
 static long pt_ioctl_set_mode(struct pt_session *sess, void __user *arg)
 {
 	struct pagetrace_mode req;

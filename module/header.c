@@ -198,3 +198,19 @@ void pt_header_set_backend(struct pt_session *sess)
 		memcpy(meta_header + off, &set[i].val, sizeof(set[i].val));
 	}
 }
+
+/**
+ * pt_header_set_flags - rewrite the header's flags, in both copies
+ * @sess: the session, before any reader has read its header
+ * @flags: PAGETRACE_FLAG_*
+ */
+void pt_header_set_flags(struct pt_session *sess, u32 flags)
+{
+	struct pagetrace_header *h = sess->header;
+	struct pagetrace_header *mh = (void *)sess->meta +
+				      sess->meta->header_offset;
+
+	sess->header_flags = flags;
+	h->flags = pt_le32(flags);
+	WRITE_ONCE(mh->flags, pt_le32(flags));
+}

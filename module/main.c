@@ -213,6 +213,7 @@ unregister_hooks:
 clear_writers:
 	pt_writers_clear();
 	synchronize_rcu();
+	pt_meta_free(sess);
 free_header:
 	kfree(sess->header);
 free_stacks:
@@ -269,6 +270,7 @@ void pt_session_free(struct pt_session *sess)
 	pt_snapshot_free(sess);
 	pt_stacks_free(sess);
 	pt_buffers_free(sess);
+	pt_meta_free(sess);
 	pt_filter_release(&sess->filter);
 	kfree(sess->header);
 	kfree(sess);

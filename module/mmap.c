@@ -88,6 +88,16 @@ int pt_meta_init(struct pt_session *sess)
 	return 0;
 }
 
+/**
+ * pt_meta_free - free what pt_meta_init() allocated
+ * @sess: a session no CPU writes to and no reader maps any more
+ */
+void pt_meta_free(struct pt_session *sess)
+{
+	vfree(sess->meta);
+	sess->meta = NULL;
+}
+
 /*
  * Update the meta area's flags.  Callers hold state_lock (or are alone), so
  * flags changes do not race each other; release so that a reader that sees

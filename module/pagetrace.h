@@ -335,6 +335,7 @@ bool pt_reader_drained(struct pt_session *sess);
 int pt_meta_init(struct pt_session *sess);
 void pt_meta_add_snapshot(struct pt_session *sess);
 void pt_meta_set_flags(struct pt_session *sess, u32 set, u32 clear);
+void pt_meta_free(struct pt_session *sess);
 int pt_mmap(struct file *file, struct vm_area_struct *vma);
 
 /* clock.c (the hot path's reader is in clock.h) */
@@ -343,6 +344,7 @@ unsigned int pt_clock_select(void);
 /* header.c */
 int pt_header_build(struct pt_session *sess);
 void pt_header_set_backend(struct pt_session *sess);
+void pt_header_set_flags(struct pt_session *sess, u32 flags);
 struct zone *pt_next_zone(struct zone *zone);
 
 /* filter.c */
