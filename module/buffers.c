@@ -163,12 +163,13 @@ static bool pt_needs_timed_flush(int cpu, void *info)
  * @sess: the session
  * @all: every buffer with events (ioctl, stop), not only those the timer
  *       saw open for a whole period
+ * @missed: the probe misses counted so far (pt_hooks_missed()), of which
+ *          those not yet in the stream are added to its losses; 0 adds none
  *
  * May sleep.  Returns when every buffer open at the call is closed.
  */
-void pt_flush(struct pt_session *sess, bool all)
+void pt_flush(struct pt_session *sess, bool all, unsigned long missed)
 {
-	unsigned long missed;
 	unsigned int cpu;
 
 	mutex_lock(&sess->flush_lock);
@@ -179,9 +180,10 @@ void pt_flush(struct pt_session *sess, bool all)
 	 * the same CPU) are only counted globally.  Report them as lost on
 	 * the first online CPU, so that the stream's loss total stays exact;
 	 * the flush below then carries them out in that CPU's next chunk.
+	 * The count only grows; an older one than the last reported adds
+	 * nothing.
 	 */
-	missed = pt_hooks_missed();
-	if (missed != sess->missed_seen) {
+	if (missed > sess->missed_seen) {
 		struct pt_missed arg = {
 			.sess = sess,
 			.count = missed - sess->missed_seen,
@@ -259,40 +261,11 @@ bool pt_flush_late_losses(struct pt_session *sess)
 
 	for_each_possible_cpu(cpu) {
 		if (pt_writer_pending(&sess->cpus[cpu])) {
-			pt_flush(sess, true);
+			pt_flush(sess, true, 0);
 			return true;
 		}
 	}
 	return false;
-}
-
-void pt_flush_work_fn(struct work_struct *work)
-{
-	struct pt_session *sess = container_of(to_delayed_work(work),
-					       struct pt_session, flush_work);
-
-	/*
-	 * A flight recorder keeps whole buffers: closing stale ones early
-	 * would only shorten the history its ring holds.  FREEZE and stop
-	 * flush it.
-	 */
-	if (READ_ONCE(sess->mode) != PAGETRACE_MODE_FLIGHT)
-		pt_flush(sess, false);
-	pt_flush_work_arm(sess);
-}
-
-/**
- * pt_flush_work_arm - run the timed flush again in flush_ms
- * @sess: the session
- *
- * On the unbound workqueue: the flush reaches every CPU by IPI anyway, so
- * the work need not run on the CPU whose timer fired, and it keeps to the
- * CPUs unbound work may use (not those isolated from it).
- */
-void pt_flush_work_arm(struct pt_session *sess)
-{
-	queue_delayed_work(system_unbound_wq, &sess->flush_work,
-			   msecs_to_jiffies(sess->flush_ms));
 }
 
 /*

@@ -407,7 +407,7 @@ static long pt_ioctl_freeze(struct pt_session *sess, bool freeze)
 	if (freeze) {
 		/* First no writer overwrites, then the partial buffers close. */
 		pt_set_overwrite(sess, false);
-		pt_flush(sess, true);
+		pt_session_flush(sess, true);
 		sess->frozen = true;
 		pt_meta_set_flags(sess, PAGETRACE_META_FROZEN, 0);
 	} else if (sess->frozen) {
@@ -431,7 +431,7 @@ static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case PAGETRACE_IOC_INFO:
 		return pt_ioctl_info(sess, uarg);
 	case PAGETRACE_IOC_FLUSH:
-		pt_flush(sess, true);
+		pt_session_flush(sess, true);
 		return 0;
 	case PAGETRACE_IOC_STATS:
 		return pt_ioctl_stats(sess, uarg);

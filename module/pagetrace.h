@@ -11,9 +11,15 @@
  *   filter.c   which events a session keeps (filter_* parameters)
  *   stacks.c   call stacks of sampled allocations (stack_rate=)
  *   header.c   the stream header built at session start
- *   device.c   /dev/pagetrace: open (session start), read, ioctl, release
+ *   snapshot.c the memory map at session start
  *   mmap.c     the read-only mapping of the meta area and the buffers
- *   main.c     module init/exit, parameters, session start/stop
+ *   session.c  session start/stop/flush, with its parameters
+ *   device.c   /dev/pagetrace: open (a session), read, ioctl, release
+ *   main.c     module init/exit
+ *   params.c   the parameter kinds every file's parameters use
+ *
+ * Calls go down this list's layers only: main -> device -> session ->
+ * hooks, buffers, header, snapshot, mmap, stacks, filter -> writer, clock.
  */
 #ifndef _PAGETRACE_INTERNAL_H
 #define _PAGETRACE_INTERNAL_H
@@ -283,12 +289,24 @@ static inline u32 pt_le32(u32 v) { return (__force u32)cpu_to_le32(v); }
 static inline u64 pt_le64(u64 v) { return (__force u64)cpu_to_le64(v); }
 static inline u32 pt_from_le32(u32 v) { return le32_to_cpu((__force __le32)v); }
 
-/* main.c */
-extern unsigned int pt_buf_size;
-extern unsigned int pt_nr_bufs;
-extern unsigned int pt_flush_ms;
-extern bool pt_tasks_on;
-extern unsigned int pt_stack_rate;
+/* params.c */
+/**
+ * struct pt_uint_param - a parameter that is a number in a range
+ * @value: the number, read with READ_ONCE()
+ * @min: the smallest allowed
+ * @max: the largest allowed
+ * @step: the value must be a multiple of this
+ *
+ * For module_param_cb() with pt_uint_param_ops.
+ */
+struct pt_uint_param {
+	unsigned int	*value;
+	unsigned int	min;
+	unsigned int	max;
+	unsigned int	step;
+};
+
+extern const struct kernel_param_ops pt_uint_param_ops;
 /*
  * struct pt_choice_param - a parameter naming one of @nr choices
  * @value: the index of the name set, read with READ_ONCE()
@@ -304,9 +322,12 @@ struct pt_choice_param {
 };
 
 extern const struct kernel_param_ops pt_choice_param_ops;
+
+/* session.c */
 int pt_session_start(struct pt_session **out);
 void pt_session_stop(struct pt_session *sess);
 void pt_session_free(struct pt_session *sess);
+void pt_session_flush(struct pt_session *sess, bool all);
 
 /* writer.c */
 void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages);
@@ -322,11 +343,9 @@ void pt_writers_clear(void);
 /* buffers.c */
 int pt_buffers_alloc(struct pt_session *sess);
 void pt_buffers_free(struct pt_session *sess);
-void pt_flush(struct pt_session *sess, bool all);
+void pt_flush(struct pt_session *sess, bool all, unsigned long missed);
 void pt_set_overwrite(struct pt_session *sess, bool on);
 bool pt_flush_late_losses(struct pt_session *sess);
-void pt_flush_work_fn(struct work_struct *work);
-void pt_flush_work_arm(struct pt_session *sess);
 bool pt_reader_ready(struct pt_session *sess);
 ssize_t pt_read_chunks(struct pt_session *sess, char __user *buf, size_t count);
 bool pt_reader_drained(struct pt_session *sess);

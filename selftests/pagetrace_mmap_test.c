@@ -32,7 +32,7 @@
 #define PAGE		4096UL
 #define MAX_CPUS	512
 
-/* The module's defaults (module/main.c); teardown restores them. */
+/* The module's defaults (module/session.c); teardown restores them. */
 #define DEF_BUF_SIZE	65536
 #define DEF_NR_BUFS	16
 

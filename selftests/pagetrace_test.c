@@ -36,7 +36,7 @@
 #define MOD_NAME	"pagetrace"
 #define MOD_SYSFS	"/sys/module/pagetrace"
 
-/* The module's defaults (module/main.c); teardown restores them. */
+/* The module's defaults (module/session.c); teardown restores them. */
 #define DEF_BUF_SIZE	65536
 #define DEF_NR_BUFS	16
 #define DEF_FLUSH_MS	250

@@ -46,8 +46,8 @@
 #define DEV		"/dev/pagetrace"
 #define PARAMS		"/sys/module/pagetrace/parameters/"
 #define STATUS_MS	500
-#define MAX_NR_BUFS	4096		/* module/main.c: nr_bufs range */
-#define MAX_BUF_SIZE	(16U << 20)	/* module/main.c: buf_size range */
+#define MAX_NR_BUFS	4096		/* module/session.c: nr_bufs range */
+#define MAX_BUF_SIZE	(16U << 20)	/* module/session.c: buf_size range */
 
 struct rec {
 	/* options */

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The session lifecycle.  A session is one open of /dev/pagetrace: it
+ * allocates the buffers, builds the header, attaches the probes and starts
+ * the flush timer; stopping undoes that in reverse.  Probes are attached
+ * only while a session runs, so a loaded but idle module costs the
+ * allocator nothing.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include "pagetrace.h"
+
+/*
+ * Parameters are read when a session starts; a change through
+ * /sys/module/pagetrace/parameters applies to the next session.  Each is
+ * range-checked when set, so a bad value fails insmod with a message that
+ * names the parameter and the allowed range.
+ */
+static unsigned int pt_buf_size = 64 << 10;
+static unsigned int pt_nr_bufs = 16;
+static unsigned int pt_flush_ms = 250;
+
+static struct pt_uint_param pt_buf_size_param = {
+	&pt_buf_size, PAGE_SIZE, 16 << 20, PAGE_SIZE
+};
+module_param_cb(buf_size, &pt_uint_param_ops, &pt_buf_size_param, 0644);
+MODULE_PARM_DESC(buf_size,
+		 "Bytes per buffer, chunk header included (default 65536)");
+
+static struct pt_uint_param pt_nr_bufs_param = { &pt_nr_bufs, 2, 4096, 1 };
+module_param_cb(nr_bufs, &pt_uint_param_ops, &pt_nr_bufs_param, 0644);
+MODULE_PARM_DESC(nr_bufs, "Buffers per CPU (default 16)");
+
+static struct pt_uint_param pt_flush_ms_param = { &pt_flush_ms, 10, 500, 1 };
+module_param_cb(flush_ms, &pt_uint_param_ops, &pt_flush_ms_param, 0644);
+MODULE_PARM_DESC(flush_ms,
+		 "Flush timer period in ms; events reach the reader within twice this (default 250)");
+
+/*
+ * Task records and names (writer.c); read at session start.  On by
+ * default: both are pid words, which any v1 decoder takes in its stride.
+ */
+static bool pt_tasks_on = true;
+module_param_named(tasks, pt_tasks_on, bool, 0644);
+MODULE_PARM_DESC(tasks,
+		 "Record which process each event belongs to: task records and names (default 1)");
+
+/* Call stacks of about one allocation in this many pages (stacks.c). */
+static unsigned int pt_stack_rate;
+static struct pt_uint_param pt_stack_rate_param = { &pt_stack_rate, 0, 1 << 20, 1 };
+module_param_cb(stack_rate, &pt_uint_param_ops, &pt_stack_rate_param, 0644);
+MODULE_PARM_DESC(stack_rate,
+		 "Take the call stack of about one allocation in this many pages per CPU; 0: none (default 0)");
+
+/**
+ * pt_session_flush - close every CPU's partly filled buffer, losses included
+ * @sess: the session
+ * @all: every buffer with events, not only those open a whole period
+ *
+ * pt_flush(), with the probe misses the hooks counted since the last
+ * flush added to the stream's losses.  May sleep.
+ */
+void pt_session_flush(struct pt_session *sess, bool all)
+{
+	pt_flush(sess, all, pt_hooks_missed());
+}
+
+/**
+ * pt_flush_work_arm - run the timed flush again in flush_ms
+ * @sess: the session
+ *
+ * On the unbound workqueue: the flush reaches every CPU by IPI anyway, so
+ * the work need not run on the CPU whose timer fired, and it keeps to the
+ * CPUs unbound work may use (not those isolated from it).
+ */
+static void pt_flush_work_arm(struct pt_session *sess)
+{
+	queue_delayed_work(system_unbound_wq, &sess->flush_work,
+			   msecs_to_jiffies(sess->flush_ms));
+}
+
+static void pt_flush_work_fn(struct work_struct *work)
+{
+	struct pt_session *sess = container_of(to_delayed_work(work),
+					       struct pt_session, flush_work);
+
+	/*
+	 * A flight recorder keeps whole buffers: closing stale ones early
+	 * would only shorten the history its ring holds.  FREEZE and stop
+	 * flush it.
+	 */
+	if (READ_ONCE(sess->mode) != PAGETRACE_MODE_FLIGHT)
+		pt_session_flush(sess, false);
+	pt_flush_work_arm(sess);
+}
+
+/**
+ * pt_session_start - set up buffers, header and probes for a new session
+ * @out: the session, on success
+ *
+ * Called by open(); the device lets only one session exist at a time.
+ * Sessions start in stream mode; PAGETRACE_IOC_SET_MODE may switch to
+ * flight recorder mode right after.
+ *
+ * Return: 0 or -errno.
+ */
+int pt_session_start(struct pt_session **out)
+{
+	struct pt_session *sess;
+	int ret;
+
+	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	if (!sess)
+		return -ENOMEM;
+	sess->nr_cpus = nr_cpu_ids;
+	sess->chunk_size = READ_ONCE(pt_buf_size);
+	sess->nr_bufs = READ_ONCE(pt_nr_bufs);
+	sess->flush_ms = READ_ONCE(pt_flush_ms);
+	sess->backend = pt_hooks_backend();
+	sess->stack_rate = READ_ONCE(pt_stack_rate);
+	sess->header_flags = pt_clock_select();
+	if (pt_snapshot_wanted())
+		sess->header_flags |= PAGETRACE_FLAG_SNAPSHOT;
+	if (READ_ONCE(pt_tasks_on))
+		sess->header_flags |= PAGETRACE_FLAG_TASKS;
+	if (sess->stack_rate)
+		sess->header_flags |= PAGETRACE_FLAG_STACKS;
+	sess->rd_cpu = -1;
+	mutex_init(&sess->read_lock);
+	mutex_init(&sess->flush_lock);
+	mutex_init(&sess->state_lock);
+	init_waitqueue_head(&sess->wq);
+	INIT_DELAYED_WORK(&sess->flush_work, pt_flush_work_fn);
+
+	ret = pt_filter_setup(&sess->filter);
+	if (ret)
+		goto free_session;
+	if (sess->filter.active)
+		sess->header_flags |= PAGETRACE_FLAG_FILTERED;
+	ret = pt_buffers_alloc(sess);
+	if (ret)
+		goto release_filter;
+	ret = pt_stacks_alloc(sess);
+	if (ret)
+		goto free_buffers;
+	/* The header's start time precedes every event. */
+	ret = pt_header_build(sess);
+	if (ret)
+		goto free_stacks;
+	/* Moves the positions into the meta area, which copies the header. */
+	ret = pt_meta_init(sess);
+	if (ret)
+		goto free_header;
+
+	pt_writers_publish(sess);
+	ret = pt_hooks_register(sess->backend, &sess->uncovered);
+	if (ret)
+		goto clear_writers;
+	pt_header_set_backend(sess);
+	/*
+	 * The memory map, with the probes already attached: a page allocated
+	 * or freed meanwhile shows up in the snapshot or as an event (or
+	 * both), never in neither.
+	 */
+	if (sess->header_flags & PAGETRACE_FLAG_SNAPSHOT) {
+		ret = pt_snapshot_build(sess);
+		if (ret)
+			goto unregister_hooks;
+	}
+	pt_flush_work_arm(sess);
+	*out = sess;
+	return 0;
+
+unregister_hooks:
+	pt_hooks_unregister();
+clear_writers:
+	pt_writers_clear();
+	synchronize_rcu();
+	pt_meta_free(sess);
+free_header:
+	kfree(sess->header);
+free_stacks:
+	pt_stacks_free(sess);
+free_buffers:
+	pt_buffers_free(sess);
+release_filter:
+	pt_filter_release(&sess->filter);
+free_session:
+	kfree(sess);
+	return ret;
+}
+
+/**
+ * pt_session_stop - stop recording and close every buffer
+ * @sess: the session
+ *
+ * After it returns no event is added, and every event recorded is in a
+ * closed chunk (or counted as lost); readers get the rest, then EOF.
+ * Idempotent; may sleep.
+ */
+void pt_session_stop(struct pt_session *sess)
+{
+	mutex_lock(&sess->state_lock);
+	if (sess->stopped)
+		goto unlock;
+
+	/* Hooks still running finish on their own; new ones see NULL. */
+	pt_writers_clear();
+	pt_hooks_unregister();
+	/* Also waits out handlers that read a writer before it was cleared. */
+	synchronize_rcu();
+	cancel_delayed_work_sync(&sess->flush_work);
+	/* A flight recorder still overwrites here, keeping the newest. */
+	pt_session_flush(sess, true);
+	/*
+	 * From now on only consumers move consumed: late-loss flushes must
+	 * not overwrite chunks a reader is copying.
+	 */
+	if (sess->mode == PAGETRACE_MODE_FLIGHT)
+		pt_set_overwrite(sess, false);
+
+	/* Release: the chunks flushed above are visible before this. */
+	smp_store_release(&sess->stopped, true);
+	pt_meta_set_flags(sess, PAGETRACE_META_STOPPED, 0);
+	wake_up_interruptible(&sess->wq);
+unlock:
+	mutex_unlock(&sess->state_lock);
+}
+
+/* Free a stopped session; nothing may use it any more. */
+void pt_session_free(struct pt_session *sess)
+{
+	pt_snapshot_free(sess);
+	pt_stacks_free(sess);
+	pt_buffers_free(sess);
+	pt_meta_free(sess);
+	pt_filter_release(&sess->filter);
+	kfree(sess->header);
+	kfree(sess);
+}
