@@ -144,7 +144,10 @@ def spread(ws):
 
 
 def markdown(summary, unavailable, meta):
-    L = [f"# pagetrace overhead: {meta['kernel']}", "",
+    L = [f"# pagetrace overhead: {meta['kernel']}", ""]
+    if meta.get("command"):
+        L += [f"Made by `{meta['command']}`.", ""]
+    L += [
          f"{meta['date']}; {meta['setup']}; {meta['runs']} runs per contender and "
          "workload, interleaved, in one boot.  Medians (min–max).  Times are the "
          "guest's own clock: with -icount it counts instructions (4 ns each), not "
@@ -217,13 +220,15 @@ def main():
     ap.add_argument("results")
     ap.add_argument("--kernel", default="?")
     ap.add_argument("--setup", default="")
+    ap.add_argument("--command", default="",
+                    help="the command that made the run, written at the top")
     ap.add_argument("--md")
     ap.add_argument("--json")
     a = ap.parse_args()
     runs, unavailable = parse(a.results)
     if not runs:
         sys.exit(f"bench-report: no runs in {a.results}")
-    meta = {"kernel": a.kernel, "setup": a.setup,
+    meta = {"kernel": a.kernel, "setup": a.setup, "command": a.command,
             "date": datetime.date.today().isoformat(),
             "runs": max(int(r["run"]) for r in runs)}
     summary = summarize(runs)

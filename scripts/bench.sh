@@ -144,8 +144,10 @@ for flavour in $KERNELS; do
 	echo "== $rel: done in $((SECONDS - t0)) s" >&2
 	vmsetup="QEMU TCG, -cpu max, $CPUS vCPUs, $MEM MB, time: $CLOCK, host $(nproc) CPUs ($(
 		awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
+	cmd="BENCH_KERNELS=$flavour make bench, at $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+	[ "${BENCH_RUNS:-3}" = 3 ] || cmd="BENCH_RUNS=$BENCH_RUNS $cmd"
 	python3 scripts/bench-report.py --kernel "$rel" --setup "$vmsetup" \
-		--md "$B/results.md" --json "$B/results.json" "$S/results.txt"
+		--command "$cmd" --md "$B/results.md" --json "$B/results.json" "$S/results.txt"
 	cat "$B/results.md"
 done
 exit $status
