@@ -2,8 +2,12 @@
 #
 # make              pagetrace.ko for KVER (built here, like any out-of-tree
 #                   module) and the userspace library + pagetrace CLI
+# make test         the host tests, no root and no VM, in about a minute:
+#                   libpagetrace and CLI unit tests, the documentation's
+#                   examples, checkpatch and kernel-doc, the packaging checks
+#                   without the .deb (needs what scripts/deps.sh installs)
 # make check        every test: scripts/check.sh (root; installs what it needs),
-#                   the debug kernel's run below included
+#                   make test's included, and the debug kernel's run below
 # make check-debug  only the selftests on a 6.1 debug kernel (KASAN, lockdep,
 #                   PROVE_RCU, DEBUG_ATOMIC_SLEEP, DEBUG_LIST) built once by
 #                   scripts/debug-kernel.sh into PT_DEBUG_KERNEL_CACHE
@@ -122,6 +126,14 @@ module:
 
 userspace:
 	$(MAKE) -C userspace pagetrace lib/libpagetrace.a
+
+test: ksrc
+	@rc=0; $(MAKE) -s -C userspace check || rc=1; \
+	sh Documentation/pagetrace/check-example.sh || rc=1; \
+	scripts/lint.sh checkpatch || rc=1; \
+	scripts/lint.sh kernel-doc || rc=1; \
+	PKG_DEB=0 scripts/check-packaging.sh || rc=1; \
+	exit $$rc
 
 check:
 	@scripts/check.sh
@@ -296,7 +308,7 @@ clean:
 	rm -rf build/ksrc build/lint build/static build/check
 	rm -rf $(filter-out $(CURDIR)/build/vm,$(wildcard $(CURDIR)/build/*))
 
-.PHONY: all module userspace check check-matrix check-debug stress bench lint ksrc kbuild static selftests clean \
+.PHONY: all module userspace test check check-matrix check-debug stress bench lint ksrc kbuild static selftests clean \
 	install install-module install-tools uninstall uninstall-module \
 	uninstall-tools install-dkms-src dkms-install dkms-remove dkms-build \
 	deb check-deb
