@@ -9,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/mempolicy.h>
 
 #include "pt_selftest.h"
 
@@ -220,14 +223,26 @@ int pt_st_next_chunk(const void *stream, size_t len, size_t *off,
 
 /*
  * A page munmap() drops may still sit in a CPU's LRU batch, which holds a
- * reference, until the batch fills.  drop_caches drains every CPU's batch
- * (and drops clean page cache, which costs only events).
+ * reference, until the batch is drained: munmap drains only the batches
+ * of the CPU it runs on, and a task that moved between CPUs while it
+ * touched its pages left some behind.  mbind() with MPOL_MF_MOVE drains
+ * every CPU's batches first (lru_cache_disable(), migrate_prep() before
+ * 5.11), on a mapping with no page to move.  Then drop_caches, as before
+ * (clean page cache, which costs only events).
  */
 int pt_st_drain_lru(void)
 {
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
-	int ret = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int fd, ret = 0;
 
+	if (p != MAP_FAILED) {
+		/* Without NUMA (ENOSYS) it drains nothing. */
+		syscall(SYS_mbind, p, page, MPOL_DEFAULT, NULL, 0UL, MPOL_MF_MOVE);
+		munmap(p, page);
+	}
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, "1", 1) != 1)

@@ -77,8 +77,9 @@ int pt_st_next_chunk(const void *stream, size_t len, size_t *off,
 int pt_st_ksym(const char *name, uint64_t *start, uint64_t *end);
 int pt_st_module_text(const char *mod, uint64_t *start, uint64_t *end);
 /*
- * Free the pages munmap() left in the CPUs' LRU batches (7.x no longer
- * drains them there): write 1 to drop_caches.  0 or -errno.
+ * Free the pages munmap() left in the CPUs' LRU batches: drain every
+ * CPU's (mbind() with MPOL_MF_MOVE), then write 1 to drop_caches.
+ * 0 or -errno (of drop_caches).
  */
 int pt_st_drain_lru(void);
 /* Run on @cpu only: 0 or -errno. */
