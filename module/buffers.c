@@ -214,6 +214,11 @@ static void pt_overwrite_ipi(void *info)
 {
 	struct pt_overwrite *o = info;
 
+	/*
+	 * One bool, which the writer reads once per buffer rotation: an NMI
+	 * that comes between sees the old or the new setting, either sound,
+	 * so this change needs no @busy.
+	 */
 	o->sess->cpus[smp_processor_id()].overwrite = o->on;
 }
 
