@@ -19,8 +19,9 @@
  * only after the last mapping is gone.
  *
  * What a mapping must be, checked in this order:
- *  - not writable (VM_WRITE): -EPERM.  VM_MAYWRITE is cleared too, so
- *    mprotect() cannot add write access later.
+ *  - neither writable nor executable (VM_WRITE, VM_EXEC): -EPERM.
+ *    VM_MAYWRITE and VM_MAYEXEC are cleared too, so mprotect() cannot
+ *    add either later: the rings are data the kernel writes.
  *  - shared (MAP_SHARED, VM_MAYSHARE): -EINVAL for MAP_PRIVATE, whose
  *    copy-on-write pages would silently stop following the writer.
  *  - offset 0 and length exactly mmap_size: -EINVAL otherwise.  Partial
@@ -169,7 +170,7 @@ int pt_mmap(struct file *file, struct vm_area_struct *vma)
 	struct pt_session *sess = file->private_data;
 	unsigned long size = vma->vm_end - vma->vm_start;
 
-	if (vma->vm_flags & VM_WRITE)
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
 	/* Not VM_SHARED: mmap() clears it for read-only files. */
 	if (!(vma->vm_flags & VM_MAYSHARE))
@@ -179,9 +180,9 @@ int pt_mmap(struct file *file, struct vm_area_struct *vma)
 
 	/* vm_flags became read-only in 6.3; Kbuild checks for the helpers. */
 #ifdef PT_HAVE_VM_FLAGS_MOD
-	vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYWRITE);
+	vm_flags_mod(vma, VM_DONTEXPAND | VM_DONTDUMP, VM_MAYWRITE | VM_MAYEXEC);
 #else
-	vma->vm_flags &= ~VM_MAYWRITE;
+	vma->vm_flags &= ~(VM_MAYWRITE | VM_MAYEXEC);
 	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
 #endif
 	vma->vm_ops = &pt_vm_ops;

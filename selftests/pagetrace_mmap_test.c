@@ -523,6 +523,7 @@ TEST_F(mm, bad_mmap)
 	struct { int prot, flags; off_t off; size_t len; int err; } bad[] = {
 		{ PROT_READ | PROT_WRITE, MAP_SHARED, 0, size, EPERM },
 		{ PROT_WRITE, MAP_SHARED, 0, size, EPERM },
+		{ PROT_READ | PROT_EXEC, MAP_SHARED, 0, size, EPERM },
 		{ PROT_READ | PROT_WRITE, MAP_PRIVATE, 0, size, EPERM },
 		{ PROT_READ, MAP_PRIVATE, 0, size, EINVAL },
 		{ PROT_READ, MAP_SHARED, 0, size - PAGE, EINVAL },
@@ -539,10 +540,12 @@ TEST_F(mm, bad_mmap)
 		ASSERT_EQ(bad[i].err, errno) TH_LOG("case %zu", i);
 	}
 
-	/* A good mapping cannot be made writable, nor grown. */
+	/* A good mapping cannot be made writable or executable, nor grown. */
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(-1, mprotect(p, size, PROT_READ | PROT_WRITE));
+	ASSERT_EQ(EACCES, errno);
+	ASSERT_EQ(-1, mprotect(p, size, PROT_READ | PROT_EXEC));
 	ASSERT_EQ(EACCES, errno);
 	ASSERT_EQ(MAP_FAILED, mremap(p, size, size + PAGE, MREMAP_MAYMOVE));
 	/* It reads: the magic, and the last byte of the last ring. */
