@@ -55,11 +55,16 @@
 #endif /* PT_BULK_HOOKS */
 
 /*
- * alloc_pages_nolock() (6.15), the allocator for any context, NMI
- * included; it took a gfp argument first later.
+ * alloc_pages_nolock(), the allocator for any context, NMI included:
+ * try_alloc_pages() in 6.15 (no Debian kernel of 6.15 is left to run it
+ * on; the check at load, pt_nolock_missed(), still proves the hooks on a
+ * page of its own), renamed in 6.16, and given a gfp argument first later.
  */
 #ifdef PT_HAVE_NOLOCK
-#ifdef PT_HAVE_NOLOCK_GFP
+#if defined(PT_HAVE_TRY_ALLOC_PAGES)
+#define pt_nolock_alloc()	try_alloc_pages(NUMA_NO_NODE, 0)
+#define PT_NOLOCK_ORDER_ARG	1
+#elif defined(PT_HAVE_NOLOCK_GFP)
 #define pt_nolock_alloc()	alloc_pages_nolock(0, NUMA_NO_NODE, 0)
 #define PT_NOLOCK_ORDER_ARG	2
 #else

@@ -785,6 +785,7 @@ static const struct pt_hook pt_hook_table[] = {
 	PT_NOLOCK(1, "alloc_pages_nolock_noprof"),
 	PT_NOLOCK(1, "alloc_frozen_pages_nolock_noprof"),
 	PT_NOLOCK(2, "alloc_pages_nolock_noprof"),
+	PT_NOLOCK(3, "try_alloc_pages_noprof"),	/* its 6.15 name */
 #endif
 
 #ifdef PT_BULK_HOOKS

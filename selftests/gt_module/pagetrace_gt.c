@@ -540,10 +540,13 @@ static void gt_hardirq(const char *op)
 
 /*
  * The allocator that runs in any context (6.15+), as BPF programs use it:
- * alloc_pages_nolock() took a gfp argument later on.
+ * try_alloc_pages() in 6.15, alloc_pages_nolock() since, which took a gfp
+ * argument later on.
  */
 #ifdef GT_HAVE_NOLOCK
-#ifdef GT_HAVE_NOLOCK_GFP
+#if defined(GT_HAVE_TRY_ALLOC_PAGES)
+#define gt_nolock_alloc()	try_alloc_pages(NUMA_NO_NODE, 0)
+#elif defined(GT_HAVE_NOLOCK_GFP)
 #define gt_nolock_alloc()	alloc_pages_nolock(0, NUMA_NO_NODE, 0)
 #else
 #define gt_nolock_alloc()	alloc_pages_nolock(NUMA_NO_NODE, 0)
