@@ -422,6 +422,22 @@ unlock:
 	return ret;
 }
 
+/*
+ * Stop, then report losses no buffer could carry if the consumer has
+ * drained everything already: a CONSUME that emptied the rings between
+ * the stop's last flush and the store of @stopped saw a running session
+ * and left them, and a consumer that finds nothing more to give back has
+ * no reason to call again.
+ */
+static void pt_ioctl_stop(struct pt_session *sess)
+{
+	pt_session_stop(sess);
+	mutex_lock(&sess->read_lock);
+	if (pt_reader_drained(sess))
+		pt_flush_late_losses(sess);
+	mutex_unlock(&sess->read_lock);
+}
+
 static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct pt_session *sess = file->private_data;
@@ -436,7 +452,7 @@ static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case PAGETRACE_IOC_STATS:
 		return pt_ioctl_stats(sess, uarg);
 	case PAGETRACE_IOC_STOP:
-		pt_session_stop(sess);
+		pt_ioctl_stop(sess);
 		return 0;
 	case PAGETRACE_IOC_MMAP_INFO:
 		return pt_ioctl_mmap_info(sess, uarg);
