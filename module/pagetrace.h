@@ -18,8 +18,9 @@
  *   main.c     module init/exit
  *   params.c   the parameter kinds every file's parameters use
  *
- * Calls go down this list's layers only: main -> device -> session ->
- * hooks, buffers, header, snapshot, mmap, stacks, filter -> writer, clock.
+ * Calls go down, never up: main -> device -> session -> hooks, buffers,
+ * snapshot -> header, mmap -> writer -> stacks, filter, clock; params.c
+ * is below them all.
  */
 #ifndef _PAGETRACE_INTERNAL_H
 #define _PAGETRACE_INTERNAL_H
