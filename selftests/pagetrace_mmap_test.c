@@ -678,7 +678,7 @@ TEST_F_TIMEOUT(mm, same_as_read, 120)
 	ASSERT_GE(MAX_CPUS, nr);
 	on_every_cpu(256 * PAGE);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_STOP));
-	ASSERT_TRUE(pt_ring_meta(self->ring)->flags & PAGETRACE_META_STOPPED);
+	ASSERT_TRUE(pt_ring_flags(self->ring) & PAGETRACE_META_STOPPED);
 
 	/* Copy the mapped chunks out without consuming them. */
 	add_header(self->ring, &mapped);
@@ -891,7 +891,7 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_SET_MODE, &md));
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_SET_MODE, &md));
 	ASSERT_EQ(PAGETRACE_MODE_FLIGHT, pt_ring_meta(self->ring)->mode);
-	ASSERT_TRUE(pt_ring_meta(self->ring)->flags & PAGETRACE_META_OVERWRITE);
+	ASSERT_TRUE(pt_ring_flags(self->ring) & PAGETRACE_META_OVERWRITE);
 	memcpy(&h, pt_ring_header(self->ring, NULL, NULL), sizeof(h));
 	ASSERT_TRUE(h.flags & PAGETRACE_FLAG_OVERWRITE);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_INFO, &info));
@@ -910,7 +910,7 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 	ASSERT_EQ(-EBUSY, consume(self->fd, pos, nr));
 
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_FREEZE));
-	ASSERT_TRUE(pt_ring_meta(self->ring)->flags & PAGETRACE_META_FROZEN);
+	ASSERT_TRUE(pt_ring_flags(self->ring) & PAGETRACE_META_FROZEN);
 	mc = pt_ring_cpu(self->ring, cpu);
 	produced = load_acquire(&mc->produced);
 	consumed = mc->consumed;
@@ -942,7 +942,7 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 
 	/* THAW: overwriting resumes; a second dump follows the first. */
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_THAW));
-	ASSERT_FALSE(pt_ring_meta(self->ring)->flags & PAGETRACE_META_FROZEN);
+	ASSERT_FALSE(pt_ring_flags(self->ring) & PAGETRACE_META_FROZEN);
 	current_pos(self->ring, pos);
 	ASSERT_EQ(-EBUSY, consume(self->fd, pos, nr));
 	touch_and_free(4096 * PAGE);

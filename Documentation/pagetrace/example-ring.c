@@ -2,8 +2,9 @@
 /*
  * A minimal zero-copy recorder: map the session, write its header and
  * snapshot, then every chunk as it closes, until Ctrl-C; then stop the
- * session and write the rest.  The output is the same v1 stream `cat
- * /dev/pagetrace` gives.
+ * session and write the rest.  The output is a v1 stream, as `cat
+ * /dev/pagetrace` gives, but for the order in which the CPUs' chunks
+ * interleave.
  *
  *   cc -I uapi -I userspace/lib -o example-ring \
  *      Documentation/pagetrace/example-ring.c userspace/lib/libpagetrace.a
@@ -98,7 +99,8 @@ int main(void)
 		poll(&pfd, 1, 1000);	/* a chunk closed, or a second passed */
 	}
 	/* Stop: every buffer is closed; drain until a pass finds nothing. */
-	if (ioctl(pfd.fd, PAGETRACE_IOC_STOP))
+	if (ioctl(pfd.fd, PAGETRACE_IOC_STOP) ||
+	    !(pt_ring_flags(r) & PAGETRACE_META_STOPPED))
 		return 1;
 	do {
 		n = drain(r);

@@ -729,15 +729,24 @@ struct pt_ring;
 /*
  * Map the session open on @fd (not closed by the ring; it must stay open).
  * -ENOTTY if @fd is not /dev/pagetrace, -EPROTO if the meta area has a
- * layout this library does not know, -ENOMEM, or mmap()'s -errno.
+ * version or layout this library does not know, -ENOMEM, or mmap()'s
+ * -errno.
  */
 int pt_ring_map(int fd, struct pt_ring **out);
 /* Unmap and free; NULL is a no-op. */
 void pt_ring_unmap(struct pt_ring *r);
-/* Claim the session for the mapping (read() fails with EBUSY after). */
+/*
+ * Claim the session for the mapping (read() fails with EBUSY after):
+ * 0, -EBUSY if read() claimed it, -EINTR.
+ */
 int pt_ring_claim(struct pt_ring *r);
-/* The meta area: nr_cpus, chunk_size, nr_bufs, flags, mode, offsets. */
+/* The meta area: nr_cpus, chunk_size, nr_bufs, mode, offsets. */
 const struct pagetrace_meta *pt_ring_meta(const struct pt_ring *r);
+/*
+ * The meta area's flags (PAGETRACE_META_*), loaded with acquire: after
+ * STOPPED, a peek that finds nothing on every CPU means the end.
+ */
+uint32_t pt_ring_flags(const struct pt_ring *r);
 /* @cpu's positions and counters; NULL if @cpu >= nr_cpus. */
 const struct pagetrace_meta_cpu *pt_ring_cpu(const struct pt_ring *r, unsigned int cpu);
 /*
@@ -768,7 +777,8 @@ int pt_ring_advance(struct pt_ring *r, unsigned int cpu, uint64_t n);
 /*
  * Give every chunk advanced past back to the kernel, with one
  * PAGETRACE_IOC_CONSUME: returns how many (0 if none: then no system
- * call), or the ioctl's -errno.  The chunks must not be read after.
+ * call), or the ioctl's -errno (-EBUSY: a flight recorder that is not
+ * frozen).  The chunks must not be read after.
  */
 int64_t pt_ring_consume(struct pt_ring *r);
 

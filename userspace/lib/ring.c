@@ -53,6 +53,8 @@ static bool meta_valid(const struct pt_ring *r)
 	const struct pagetrace_meta *m = r->meta;
 
 	if (r->size < sizeof(*m) || m->magic != PAGETRACE_META_MAGIC ||
+	    m->version != PAGETRACE_VERSION ||
+	    m->header_size < sizeof(struct pagetrace_header) ||
 	    m->mmap_size != r->size || !m->nr_cpus ||
 	    m->cpu_stride < sizeof(struct pagetrace_meta_cpu) ||
 	    m->chunk_size < sizeof(struct pagetrace_chunk) || !m->nr_bufs)
@@ -129,6 +131,12 @@ int pt_ring_claim(struct pt_ring *r)
 const struct pagetrace_meta *pt_ring_meta(const struct pt_ring *r)
 {
 	return r->meta;
+}
+
+uint32_t pt_ring_flags(const struct pt_ring *r)
+{
+	/* Acquire: pairs with the kernel's release of STOPPED and FROZEN. */
+	return __atomic_load_n(&r->meta->flags, __ATOMIC_ACQUIRE);
 }
 
 const struct pagetrace_meta_cpu *pt_ring_cpu(const struct pt_ring *r, unsigned int cpu)
@@ -211,9 +219,11 @@ int64_t pt_ring_consume(struct pt_ring *r)
 	int64_t moved = 0;
 
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
-		uint64_t consumed = meta_cpu(r, cpu)->consumed;
+		/* One load: a flight recorder's writer may move it meanwhile. */
+		uint64_t consumed = __atomic_load_n(&meta_cpu(r, cpu)->consumed,
+						    __ATOMIC_RELAXED);
 
-		r->pos[cpu] = first_pos(r, cpu);
+		r->pos[cpu] = r->next[cpu] > consumed ? r->next[cpu] : consumed;
 		moved += r->pos[cpu] - consumed;
 	}
 	/*
