@@ -226,8 +226,8 @@ int pt_st_next_chunk(const void *stream, size_t len, size_t *off,
  * reference, until the batch is drained: munmap drains only the batches
  * of the CPU it runs on, and a task that moved between CPUs while it
  * touched its pages left some behind.  mbind() with MPOL_MF_MOVE drains
- * every CPU's batches first (lru_cache_disable(), migrate_prep() before
- * 5.11), on a mapping with no page to move.  Then drop_caches, as before
+ * every CPU's batches first (lru_cache_disable(); migrate_prep() before
+ * 5.13), on a mapping with no page to move.  Then drop_caches, as before
  * (clean page cache, which costs only events).
  */
 int pt_st_drain_lru(void)
@@ -237,11 +237,15 @@ int pt_st_drain_lru(void)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int fd, ret = 0;
 
-	if (p != MAP_FAILED) {
-		/* Without NUMA (ENOSYS) it drains nothing. */
-		syscall(SYS_mbind, p, page, MPOL_DEFAULT, NULL, 0UL, MPOL_MF_MOVE);
-		munmap(p, page);
-	}
+	if (p == MAP_FAILED)
+		return -errno;
+	/* Without NUMA (ENOSYS) there is nothing to drain this way. */
+	if (syscall(SYS_mbind, p, page, MPOL_DEFAULT, NULL, 0UL, MPOL_MF_MOVE) &&
+	    errno != ENOSYS)
+		ret = -errno;
+	munmap(p, page);
+	if (ret)
+		return ret;
 	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

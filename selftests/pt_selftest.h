@@ -79,7 +79,7 @@ int pt_st_module_text(const char *mod, uint64_t *start, uint64_t *end);
 /*
  * Free the pages munmap() left in the CPUs' LRU batches: drain every
  * CPU's (mbind() with MPOL_MF_MOVE), then write 1 to drop_caches.
- * 0 or -errno (of drop_caches).
+ * 0 or -errno.
  */
 int pt_st_drain_lru(void);
 /* Run on @cpu only: 0 or -errno. */
