@@ -1,4 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the library's files share.  Calls go down, never up:
+ *
+ *   analysis.c, stats.c   what the tools ask for, over a reader
+ *   header.c, reader.c    opening a stream, decoding its chunks
+ *   go.c, stacks.c, names.c   the Go format, stack and symbol records, names
+ *   input.c               the input buffer and the first error
+ *
+ * symbols.c (kallsyms) uses stacks.c's arena; ring.c (the mapped session)
+ * stands alone.
+ */
 #ifndef LIBPAGETRACE_INTERNAL_H
 #define LIBPAGETRACE_INTERNAL_H
 

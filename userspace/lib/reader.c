@@ -13,25 +13,6 @@
 #define TASK_ID_RESERVED (~(PAGETRACE_ID_TASK | 0xffffffffULL) & \
 			  (~0ULL >> PAGETRACE_ID_SHIFT))
 
-void pt_escape(char *dst, const unsigned char *src, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = src[i];
-
-		if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
-			*dst++ = c;
-		} else {
-			*dst++ = '\\';
-			*dst++ = 'x';
-			*dst++ = hex[c >> 4];
-			*dst++ = hex[c & 15];
-		}
-	}
-	*dst = '\0';
-}
-
 static uint64_t cur_off(const struct pt_reader *r)
 {
 	return r->buf_off + r->pos;
