@@ -257,7 +257,7 @@ struct pt_analysis_priv {
 	uint64_t	last_released;
 	bool		all_cpus_known;	/* v1: the header lists every CPU */
 	bool		want_full;	/* the event hook needs struct pt_event */
-	/* The rate bins are counted as runs arrive (add_run()), not in apply(). */
+	/* The rate bins are counted as runs arrive (add_run()), not in an_apply(). */
 	bool		bin_early;
 	int		err;		/* from a hook */
 	/* The rate bin last used, [bin_lo, bin_hi); empty at first. */
@@ -1003,8 +1003,8 @@ count_event(struct pt_analysis *a, uint64_t t, unsigned int type, uint64_t np, u
 
 /* Count event @e and apply it to the blocks. */
 static __attribute__((always_inline)) inline int
-process(struct pt_analysis *a, const struct pt_cevent *e, const struct pt_event *full,
-	bool snap)
+an_process(struct pt_analysis *a, const struct pt_cevent *e, const struct pt_event *full,
+	   bool snap)
 {
 	struct pt_analysis_priv *m = a->priv;
 	unsigned int type = pt_cevent_type(e);
@@ -1048,10 +1048,10 @@ cell_at(const struct pt_analysis_priv *m, uint64_t pfn, uint64_t flat_lo, uint64
 }
 
 /*
- * apply() without hooks: what process() does, with the usual case (a
+ * an_apply() without hooks: what an_process() does, with the usual case (a
  * whole block allocated into an empty flat slot, or freed from one, in a
  * leaf of one zone) inline and the figures it changes most in registers;
- * anything else goes through process().
+ * anything else goes through an_process().
  */
 static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev,
 			       unsigned int upto, unsigned int n, int *ret)
@@ -1135,7 +1135,7 @@ slow:
 		a->in_use_blocks = blocks;
 		a->peak_in_use = peak;
 		a->peak_ns = peak_ns;
-		*ret = process(a, e, NULL, false);
+		*ret = an_process(a, e, NULL, false);
 		in_use = a->in_use;
 		blocks = a->in_use_blocks;
 		peak = a->peak_in_use;
@@ -1156,8 +1156,9 @@ slow:
  * Apply merged events @ev[0, @upto) of @n in time order, the block slot of
  * each prefetched PREFETCH_AHEAD events before: return how many were.
  */
-static unsigned int apply(struct pt_analysis *a, const struct pt_cevent *ev,
-			  const struct pt_event *full, unsigned int upto, unsigned int n, int *ret)
+static unsigned int an_apply(struct pt_analysis *a, const struct pt_cevent *ev,
+			     const struct pt_event *full, unsigned int upto, unsigned int n,
+			     int *ret)
 {
 	struct pt_analysis_priv *m = a->priv;
 	unsigned int i;
@@ -1168,7 +1169,7 @@ static unsigned int apply(struct pt_analysis *a, const struct pt_cevent *ev,
 	for (i = 0; i < upto && !*ret; i++) {
 		if (i + PREFETCH_AHEAD < n)
 			blk_prefetch(m, ev[i + PREFETCH_AHEAD].pfn);
-		*ret = process(a, &ev[i], full ? &full[i] : NULL, false);
+		*ret = an_process(a, &ev[i], full ? &full[i] : NULL, false);
 	}
 	return i;
 }
@@ -1184,8 +1185,8 @@ static int process_out(struct pt_analysis *a, bool keep)
 	unsigned int i, n = m->nr_out;
 	int ret;
 
-	i = apply(a, m->out, m->want_full ? m->out_full : NULL, keep ? n - PREFETCH_AHEAD : n,
-		  n, &ret);
+	i = an_apply(a, m->out, m->want_full ? m->out_full : NULL,
+		     keep ? n - PREFETCH_AHEAD : n, n, &ret);
 	m->nr_out = n - i;
 	memmove(m->out, m->out + i, m->nr_out * sizeof(*m->out));
 	if (m->want_full)
@@ -1305,7 +1306,7 @@ DEFINE_REPLAY(replay128, tkey)
  * max_held, into out in time order, applying them as it fills.
  */
 static __attribute__((always_inline)) inline int
-merge(struct pt_analysis *a, uint64_t bound, const bool wide)
+an_merge(struct pt_analysis *a, uint64_t bound, const bool wide)
 {
 	struct pt_analysis_priv *m = a->priv;
 	uint64_t excess = m->held > m->p.max_held ? m->held - m->p.max_held : 0;
@@ -1376,12 +1377,12 @@ static const struct pt_cevent *first_at(const struct pt_cevent *p, size_t n, uin
 }
 
 /*
- * What merge() does for events before @bound, by a counting sort on their
+ * What an_merge() does for events before @bound, by a counting sort on their
  * time, when they are few and close in time (the usual release of a v1
  * stream): stable, queue by queue, it gives the same (time, CPU) order in
  * a few operations an event instead of a walk up the tree.  v1 times are
  * multiples of 128 ns, so the time of a bucket is exact.  Return 1 if it
- * does not apply, else what apply() returned.
+ * does not apply, else what an_apply() returned.
  */
 static int merge_sort(struct pt_analysis *a, uint64_t bound)
 {
@@ -1449,10 +1450,10 @@ static int merge_sort(struct pt_analysis *a, uint64_t bound)
 	a->late_events += late;
 	m->held -= total;
 	m->tree_dirty = true;	/* the tree still has the old first events */
-	/* What merge() left first, then these. */
+	/* What an_merge() left first, then these. */
 	ret = process_out(a, false);
 	if (!ret)
-		apply(a, out, NULL, (unsigned int)total, (unsigned int)total, &ret);
+		an_apply(a, out, NULL, (unsigned int)total, (unsigned int)total, &ret);
 	return ret;
 }
 
@@ -1484,7 +1485,7 @@ static uint64_t release_bound(const struct pt_analysis_priv *m, bool drain)
 }
 
 /* Release what may go; with @drain, everything, and apply it all. */
-static int release(struct pt_analysis *a, bool drain)
+static int an_release(struct pt_analysis *a, bool drain)
 {
 	struct pt_analysis_priv *m = a->priv;
 	unsigned int used;
@@ -1515,7 +1516,7 @@ static int release(struct pt_analysis *a, bool drain)
 		if (m->sortable && m->held <= m->p.max_held)
 			ret = merge_sort(a, bound);
 		if (ret == 1)
-			ret = m->wide ? merge(a, bound, true) : merge(a, bound, false);
+			ret = m->wide ? an_merge(a, bound, true) : an_merge(a, bound, false);
 		m->nr_nonempty = 0;
 		for (unsigned int i = 0; i < used; i++) {
 			struct queue *q = &m->q[m->q_off + i];
@@ -1629,7 +1630,7 @@ static int queue_commit(struct pt_analysis *a, struct queue *q, unsigned int n)
 	if (m->held > a->max_held_seen)
 		a->max_held_seen = m->held;
 	m->max_seen = max;
-	return release(a, false);
+	return an_release(a, false);
 }
 
 /*
@@ -1737,7 +1738,7 @@ static int arrive_run(struct pt_analysis *a, uint32_t cpu, uint16_t chunk_flags,
 	if (snap) {
 		/* The state at the start: seeds the map, outside the time line. */
 		for (unsigned int i = 0; i < n; i++) {
-			ret = process(a, &evs[i], full ? &full[i] : NULL, true);
+			ret = an_process(a, &evs[i], full ? &full[i] : NULL, true);
 			if (ret)
 				return ret;
 		}
@@ -1901,8 +1902,8 @@ static int flat_init(struct pt_analysis *a)
 	return 0;
 }
 
-static int init(struct pt_reader *r, struct pt_analysis *a,
-		const struct pt_analysis_params *p)
+static int an_init(struct pt_reader *r, struct pt_analysis *a,
+		   const struct pt_analysis_params *p)
 {
 	const struct pagetrace_header *h = pt_reader_header(r);
 	const struct pt_session *ses = pt_reader_session(r);
@@ -1985,7 +1986,7 @@ int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
 	const struct pt_chunk *c;
 	int ret, ret2;
 
-	ret = init(r, a, p);
+	ret = an_init(r, a, p);
 	if (ret)
 		return ret;
 	m = a->priv;
@@ -2007,7 +2008,7 @@ int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
 		}
 	}
 	/* Whatever came before a reader error still counts; a hook's stops all. */
-	ret2 = m->err ? 0 : release(a, true);
+	ret2 = m->err ? 0 : an_release(a, true);
 	if (!ret)
 		ret = ret2;
 	pt_reader_set_chunk_cb(r, NULL, NULL);

@@ -129,12 +129,15 @@ static int go_start_buffer(struct pt_reader *r, uint64_t off, uint64_t w, uint64
 	return 0;
 }
 
-/*
- * @stop: 0 decode across buffers; 1 stop before a new buffer once events
- * were decoded; 2 stop before any new buffer.
- */
+/* Where go_decode() may stop before it has @max events. */
+enum go_stop {
+	GO_ACROSS_BUFFERS,	/* never: decode across buffers */
+	GO_BUFFER_END,		/* at a buffer's end, once it has events */
+	GO_ANY_BUFFER_END,	/* at a buffer's end, even with none */
+};
+
 static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max,
-		     int stop)
+		     enum go_stop stop)
 {
 	unsigned int n = 0;
 	int ret = 0;
@@ -163,7 +166,7 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 		p = r->buf + r->pos;
 		w = pt_load64(p);
 		if (pagetrace_word_is_pid(w)) {
-			if (stop == 2 || (n && stop == 1))
+			if (stop == GO_ANY_BUFFER_END || (n && stop == GO_BUFFER_END))
 				break;
 			if (have < 16) {
 				ret = pt_set_error(r, -EBADMSG, off,
@@ -258,7 +261,7 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 
 int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max)
 {
-	return go_decode(r, evs, max, 0);
+	return go_decode(r, evs, max, GO_ACROSS_BUFFERS);
 }
 
 /* Go traces are small: runs go through struct pt_event, one buffer each. */
@@ -271,7 +274,7 @@ int pt_go_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max)
 	while (n < max) {
 		unsigned int want = max - n < 64 ? max - n : 64;
 		/* A run is one buffer's events: the next buffer waits. */
-		ret = go_decode(r, tmp, want, n ? 2 : 1);
+		ret = go_decode(r, tmp, want, n ? GO_ANY_BUFFER_END : GO_BUFFER_END);
 		if (ret <= 0)
 			break;
 		for (int i = 0; i < ret; i++) {
