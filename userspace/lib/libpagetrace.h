@@ -767,8 +767,9 @@ const struct pagetrace_header *pt_ring_header(const struct pt_ring *r,
 int64_t pt_ring_peek(struct pt_ring *r, unsigned int cpu, uint64_t *pos);
 /*
  * The chunk of @cpu at @pos (from pt_ring_peek()) and its length in
- * bytes, header included: 0, -EINVAL for a CPU the ring does not have, or
- * -EBADMSG if its word count does not fit the buffer.
+ * bytes, header included: 0, -EINVAL for a CPU the ring does not have or
+ * a position that is not a closed chunk still held, or -EBADMSG if its
+ * word count does not fit the buffer.
  */
 int pt_ring_chunk(const struct pt_ring *r, unsigned int cpu, uint64_t pos,
 		  const struct pagetrace_chunk **chunk, size_t *len);

@@ -183,10 +183,16 @@ int pt_ring_chunk(const struct pt_ring *r, unsigned int cpu, uint64_t pos,
 		  const struct pagetrace_chunk **chunk, size_t *len)
 {
 	const struct pagetrace_meta *m = r->meta;
+	const struct pagetrace_meta_cpu *mc;
 	const struct pagetrace_chunk *ch;
 	size_t n;
 
 	if (cpu >= m->nr_cpus)
+		return -EINVAL;
+	/* Only a closed chunk not given back is ours to read. */
+	mc = meta_cpu(r, cpu);
+	if (pos < __atomic_load_n(&mc->consumed, __ATOMIC_RELAXED) ||
+	    pos >= load_acquire(&mc->produced))
 		return -EINVAL;
 	ch = (const void *)((const char *)r->map + m->data_offset +
 			    cpu * m->ring_size + (pos % m->nr_bufs) * m->chunk_size);
