@@ -335,11 +335,12 @@ TEST_F(h, mmap_bad)
 		for (size_t p = 0; p < sizeof(prots) / sizeof(prots[0]); p++)
 		for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
 			/* Only offset 0, the exact size (a partial last page
-			 * rounds up to it), readable or not, shared. */
+			 * rounds up to it), readable or not, neither writable
+			 * nor executable, shared. */
 			bool ok = offs[o] == 0 &&
 				  (lens[l] == mi.mmap_size ||
 				   lens[l] == mi.mmap_size - 1) &&
-				  !(prots[p] & PROT_WRITE) &&
+				  !(prots[p] & (PROT_WRITE | PROT_EXEC)) &&
 				  (flags[f] & MAP_SHARED) &&
 				  !(flags[f] & MAP_PRIVATE);
 			errno = 0;
@@ -347,8 +348,10 @@ TEST_F(h, mmap_bad)
 			if (m != MAP_FAILED) {
 				EXPECT_TRUE(ok) TH_LOG("mapped: off %#llx len %#zx prot %d flags %#x",
 						       (long long)offs[o], lens[l], prots[p], flags[f]);
-				/* Writable later?  Never. */
+				/* Writable or executable later?  Never. */
 				EXPECT_EQ(-1, mprotect(m, PAGE, PROT_READ | PROT_WRITE));
+				EXPECT_EQ(EACCES, errno);
+				EXPECT_EQ(-1, mprotect(m, PAGE, PROT_READ | PROT_EXEC));
 				EXPECT_EQ(EACCES, errno);
 				/* Nor bigger. */
 				EXPECT_EQ(MAP_FAILED, mremap(m, lens[l], lens[l] + PAGE, MREMAP_MAYMOVE));
