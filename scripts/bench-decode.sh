@@ -62,8 +62,8 @@ stats=$RATE
 rate stats --quick --json
 quick=$RATE
 rate convert --to csv
-decode=$(awk '/^decode, pt_reader_next_run \(mem\)/ { print $6 }' "$B/lib.txt")
-analysis=$(awk '/^analysis, pt_analysis_collect/ { print $5 }' "$B/lib.txt")
+decode=$(awk '/^decode, pgtrace_reader_next_run \(mem\)/ { print $6 }' "$B/lib.txt")
+analysis=$(awk '/^analysis, pgtrace_analysis_collect/ { print $5 }' "$B/lib.txt")
 
 # goal NAME RATE GOAL: one line of the summary.
 goal() {
@@ -71,10 +71,10 @@ goal() {
 		printf "%-36s %9.1f M events/s   goal %d: %s\n", what, r, g, (r >= g ? "met" : "NOT met") }'
 }
 echo "# summary: events per CPU-second on one core (goals from the decode/stats issue)"
-goal "decode (pt_reader_next_run, memory)" "$decode" 200
+goal "decode (pgtrace_reader_next_run, memory)" "$decode" 200
 goal "pagetrace stats --quick" "$quick" 50
 goal "pagetrace stats (full analysis)" "$stats" 50
-awk -v r="$analysis" 'BEGIN { printf "%-36s %9.1f M events/s   (library alone, trace in memory)\n", "pt_analysis_collect()", r }'
+awk -v r="$analysis" 'BEGIN { printf "%-36s %9.1f M events/s   (library alone, trace in memory)\n", "pgtrace_analysis_collect()", r }'
 if [ "${KEEP:-0}" != 1 ] && [ "$TRACE" = "$B/trace.pt" ]; then
 	rm -f "$TRACE"
 fi

@@ -6,14 +6,14 @@
 # usage: scripts/check-packaging.sh [PAGETRACE]
 #   PAGETRACE  the built CLI (default userspace/pagetrace)
 #
-#   version     VERSION, PT_VERSION_STRING, debian/changelog and dkms.conf
+#   version     VERSION, PGTRACE_VERSION_STRING, debian/changelog and dkms.conf
 #               agree
 #   man-lint    every man page formats with zero groff/man warnings
 #   man-cli     the commands of `pagetrace --help`, and each command's long
 #               options, are documented in man/man1/pagetrace.1
 #   man-dev     every PAGETRACE_IOC_* of the uapi header, and mmap if the
 #               module has it, is described in man/man4/pagetrace.4
-#   man-lib     every pt_* function libpagetrace.h declares has a
+#   man-lib     every pgtrace_* function libpagetrace.h declares has a
 #               man/man3/NAME.3 page that lists it under NAME, and no page
 #               names a function the header does not declare
 #   completion  completion/pagetrace completes the commands, options and
@@ -21,6 +21,8 @@
 #   install     make install DESTDIR=tmp installs exactly the expected files,
 #               the installed CLI runs and the installed library links;
 #               make uninstall leaves no file behind
+#   namespace   the installed headers build in one translation unit with
+#               libipt's <intel-pt.h>, which also claims pt_
 #   deb         make deb (dpkg-buildpackage -b and lintian --fail-on error),
 #               skipped with PKG_DEB=0; the chroot test is `make check-deb`
 #
@@ -38,7 +40,7 @@ TMP=$(mktemp -d) || exit 2
 trap 'rm -rf "$TMP"' EXIT
 
 echo "TAP version 13"
-echo "1..8"
+echo "1..9"
 n=0
 failed=0
 
@@ -62,8 +64,8 @@ diag() { echo "$*" >>"$TMP/diag"; }
 # ---------------------------------------------------------------- version
 ver=$(cat VERSION 2>/dev/null)
 [ -n "$ver" ] || diag "VERSION is missing or empty"
-pt=$(sed -n 's/^#define[[:space:]]*PT_VERSION_STRING[[:space:]]*"\(.*\)"/\1/p' "$HDR")
-[ "$pt" = "$ver" ] || diag "PT_VERSION_STRING in $HDR is '$pt', VERSION says '$ver'"
+pt=$(sed -n 's/^#define[[:space:]]*PGTRACE_VERSION_STRING[[:space:]]*"\(.*\)"/\1/p' "$HDR")
+[ "$pt" = "$ver" ] || diag "PGTRACE_VERSION_STRING in $HDR is '$pt', VERSION says '$ver'"
 deb=$(sed -n '1s/^pagetrace (\([^)-]*\).*/\1/p' debian/changelog)
 [ "$deb" = "$ver" ] || diag "debian/changelog's version is '$deb', VERSION says '$ver' (dch -v $ver)"
 grep -q '^PACKAGE_VERSION="#MODULE_VERSION#"$' dkms.conf ||
@@ -117,12 +119,12 @@ fi
 result man-cli
 
 # ---------------------------------------------------------------- man-lib
-# Public functions: what the preprocessed header declares with a pt_ name.
+# Public functions: what the preprocessed header declares with a pgtrace_ name.
 if ! ${CC:-cc} -E -P -I uapi "$HDR" >"$TMP/hdr.i" 2>"$TMP/cc.log"; then
 	diag "$HDR does not preprocess: $(head -3 "$TMP/cc.log")"
 fi
-grep -oE '\bpt_[a-z0-9_]+[[:space:]]*\(' "$TMP/hdr.i" | tr -d ' (' | sort -u >"$TMP/funcs"
-[ -s "$TMP/funcs" ] || diag "found no pt_* functions in $HDR"
+grep -oE '\bpgtrace_[a-z0-9_]+[[:space:]]*\(' "$TMP/hdr.i" | tr -d ' (' | sort -u >"$TMP/funcs"
+[ -s "$TMP/funcs" ] || diag "found no pgtrace_* functions in $HDR"
 # A page's NAME section, following a .so link.
 page_names() {
 	local f=man/man3/$1.3 so
@@ -141,7 +143,7 @@ while read -r f; do
 	fi
 	grep -qF "$f" man/man3/libpagetrace.3 || diag "man/man3/libpagetrace.3 does not list $f"
 done <"$TMP/funcs"
-for p in man/man3/pt_*.3; do
+for p in man/man3/pgtrace_*.3; do
 	[ -e "$p" ] || continue
 	f=$(basename "$p" .3)
 	grep -qx "$f" "$TMP/funcs" || diag "$p documents $f(), which $HDR does not declare"
@@ -199,6 +201,7 @@ result completion
 D=$TMP/destdir
 mkdir -p "$D"
 kver=$(make -s --no-print-directory -f Makefile -f - print-kver <<<'print-kver: ; @echo $(KVER)' 2>/dev/null)
+NS_SKIP="make install failed, so there is no installed header"
 if ! make install DESTDIR="$D" >"$TMP/install.log" 2>&1; then
 	diag "make install DESTDIR=... failed:"
 	tail -n 15 "$TMP/install.log" >>"$TMP/diag"
@@ -221,12 +224,36 @@ else
 		diag "the installed pagetrace --version failed"
 	cat >"$TMP/prog.c" <<-'EOF'
 	#include <libpagetrace.h>
-	int main(void) { return pt_event_type_name(PT_EV_ALLOC)[0] != 'a'; }
+	int main(void) { return pgtrace_event_type_name(PGTRACE_EV_ALLOC)[0] != 'a'; }
 	EOF
 	${CC:-cc} -I"$D/usr/local/include" -o "$TMP/prog" "$TMP/prog.c" \
 		-L"$D/usr/local/lib" -lpagetrace >"$TMP/cc.log" 2>&1 && "$TMP/prog" ||
 		{ diag "a program using the installed libpagetrace does not build or run:"
 		  head -n 5 "$TMP/cc.log" >>"$TMP/diag"; }
+	# The installed headers beside libipt's, which claims pt_ (struct
+	# pt_event, pt_config): one translation unit must build with both.
+	NS_SKIP=
+	if [ -f /usr/include/intel-pt.h ]; then
+		cat >"$TMP/ns.c" <<-'EOF'
+		#include <intel-pt.h>
+		#include <libpagetrace.h>
+		#include <linux/pagetrace.h>
+		int main(void)
+		{
+			struct pt_config ipt;
+			struct pgtrace_event ev = { 0 };
+
+			pt_config_init(&ipt);
+			return (int)ev.npages + pgtrace_event_type_name(PGTRACE_EV_FREE)[0] - 'f';
+		}
+		EOF
+		${CC:-cc} -Wall -Wextra -Werror -I"$D/usr/local/include" -o "$TMP/ns" \
+			"$TMP/ns.c" -L"$D/usr/local/lib" -lpagetrace >"$TMP/ns.log" 2>&1 ||
+			{ echo "the installed libpagetrace.h does not build beside <intel-pt.h>:"
+			  head -n 5 "$TMP/ns.log"; } >"$TMP/ns.diag"
+	else
+		NS_SKIP="no /usr/include/intel-pt.h (libipt-dev; scripts/deps.sh installs it)"
+	fi
 	if ! make uninstall DESTDIR="$D" >"$TMP/uninstall.log" 2>&1; then
 		diag "make uninstall DESTDIR=... failed:"
 		tail -n 15 "$TMP/uninstall.log" >>"$TMP/diag"
@@ -235,6 +262,12 @@ else
 	[ -z "$left" ] || diag "make uninstall left: $(echo $left)"
 fi
 result install
+if [ -n "${NS_SKIP:-}" ]; then
+	skip namespace "$NS_SKIP"
+else
+	[ -s "$TMP/ns.diag" ] && cat "$TMP/ns.diag" >>"$TMP/diag"
+	result namespace
+fi
 
 # -------------------------------------------------------------------- deb
 if [ "$PKG_DEB" = 0 ]; then

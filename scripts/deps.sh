@@ -83,6 +83,9 @@ install golang-1.22-go/bookworm-backports
 # Packaging: DKMS, dpkg-buildpackage and lintian, groff for the man page
 # checks (scripts/check-packaging.sh), debootstrap for `make check-deb`.
 install dkms dh-dkms debhelper lintian groff debootstrap
+# libipt's <intel-pt.h>, whose pt_ names the library's must not collide
+# with (the namespace check of scripts/check-packaging.sh).
+install libipt-dev
 # The contenders of `make bench` (scripts/bench.sh), besides trace-cmd.
 install linux-perf bpftrace
 

@@ -228,9 +228,9 @@ static void check_times(struct __test_metadata *_metadata,
 	       (t0 - t.hdr.start_ns) / 1e9);
 	ASSERT_LT(900000000ULL, t0 - t.hdr.start_ns);
 	for (size_t i = 0; i < t.nr; i++) {
-		const struct pt_event *e = &t.ev[i];
+		const struct pgtrace_event *e = &t.ev[i];
 
-		if (e->type != PT_EV_ALLOC || e->pfn != pfn || e->npages != np)
+		if (e->type != PGTRACE_EV_ALLOC || e->pfn != pfn || e->npages != np)
 			continue;
 		if (e->time_ns + SLACK_NS + t.clock_error_ns >= t0 &&
 		    e->time_ns <= t1 + t.clock_error_ns)

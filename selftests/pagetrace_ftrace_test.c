@@ -354,7 +354,7 @@ TEST(ftrace_agrees)
 	for (i = 0; i < t.nr; i++) {
 		struct ev e = {
 			.pfn = t.ev[i].pfn, .order = order_of(t.ev[i].npages),
-			.cpu = t.ev[i].cpu, .free = t.ev[i].type != PT_EV_ALLOC,
+			.cpu = t.ev[i].cpu, .free = t.ev[i].type != PGTRACE_EV_ALLOC,
 		};
 
 		evs_add(&pt, &e);

@@ -49,7 +49,7 @@ struct gt_expect {
 	uint64_t	t1;
 };
 
-static bool gt_matches(const struct pt_event *ev, const struct gt_expect *e)
+static bool gt_matches(const struct pgtrace_event *ev, const struct gt_expect *e)
 {
 	if (e->cover)
 		return ev->type == e->type && ev->pfn <= e->pfn &&
@@ -91,7 +91,7 @@ static int gt_match_all(struct __test_metadata *_metadata,
 		lo = e[k].t0 < lo ? e[k].t0 : lo;
 		hi = e[k].t1 > hi ? e[k].t1 : hi;
 		for (i = from; i < t->nr; i++) {
-			const struct pt_event *ev = &t->ev[i];
+			const struct pgtrace_event *ev = &t->ev[i];
 
 			if (!used[i] && gt_matches(ev, &e[k]) &&
 			    ev->time_ns + GT_SLACK_NS + err >= e[k].t0 &&
@@ -123,7 +123,7 @@ static int gt_match_all(struct __test_metadata *_metadata,
 	 * block first).
 	 */
 	for (i = first; i < t->nr; i++) {
-		const struct pt_event *ev = &t->ev[i];
+		const struct pgtrace_event *ev = &t->ev[i];
 
 		if (used[i] || ev->cpu != cpu ||
 		    ev->time_ns + GT_SLACK_NS + err < lo ||
@@ -134,7 +134,7 @@ static int gt_match_all(struct __test_metadata *_metadata,
 				bad++;
 				TH_LOG("%s: duplicate %s pfn=%" PRIu64
 				       " npages=%" PRIu64 " at %" PRIu64,
-				       e[k].op, pt_event_type_name(ev->type),
+				       e[k].op, pgtrace_event_type_name(ev->type),
 				       ev->pfn, ev->npages, ev->time_ns);
 				break;
 			}
@@ -472,7 +472,7 @@ static bool gt_traced(const struct pt_st_trace *t, const struct gt_expect *e)
 	size_t i;
 
 	for (i = 0; i < t->nr; i++) {
-		const struct pt_event *ev = &t->ev[i];
+		const struct pgtrace_event *ev = &t->ev[i];
 
 		if (gt_matches(ev, e) && ev->time_ns + GT_SLACK_NS + err >= e->t0 &&
 		    ev->time_ns <= e->t1 + err)

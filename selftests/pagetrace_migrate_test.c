@@ -32,7 +32,7 @@ static size_t count_covering(const struct pt_st_trace *t, unsigned int type,
 	size_t i, n = 0;
 
 	for (i = 0; i < t->nr; i++) {
-		const struct pt_event *ev = &t->ev[i];
+		const struct pgtrace_event *ev = &t->ev[i];
 
 		if (ev->type != type || pfn < ev->pfn ||
 		    pfn >= ev->pfn + ev->npages)
@@ -93,8 +93,8 @@ static size_t check_moves(struct __test_metadata *_metadata,
 		if (!old[i] || !now[i] || old[i] == now[i])
 			continue;
 		moved++;
-		frees = count_covering(t, PT_EV_FREE, old[i], 1, t0, t1);
-		allocs = count_covering(t, PT_EV_ALLOC, now[i], 0, t0, t1);
+		frees = count_covering(t, PGTRACE_EV_FREE, old[i], 1, t0, t1);
+		allocs = count_covering(t, PGTRACE_EV_ALLOC, now[i], 0, t0, t1);
 		if (frees == 1 && allocs == 1)
 			continue;
 		if (bad++ < 5)
@@ -313,9 +313,9 @@ TEST_F(mig, thp_split)
 	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
 
 #define TR(m) pt_st_mono_to_trace(&self->t.hdr, m)
-	EXPECT_EQ(1, count_covering(&self->t, PT_EV_ALLOC, pfn, 512,
+	EXPECT_EQ(1, count_covering(&self->t, PGTRACE_EV_ALLOC, pfn, 512,
 				    TR(m0) - 1000000, TR(m1) + 1000000));
-	EXPECT_EQ(0, count_covering(&self->t, PT_EV_FREE, pfn, 512, 0, UINT64_MAX))
+	EXPECT_EQ(0, count_covering(&self->t, PGTRACE_EV_FREE, pfn, 512, 0, UINT64_MAX))
 		TH_LOG("the split THP was freed whole");
 	/*
 	 * Each subpage is freed once, on its own, after the fault: at the
@@ -323,14 +323,14 @@ TEST_F(mig, thp_split)
 	 * shared zero page), else at MADV_DONTNEED or munmap.
 	 */
 	for (i = 0; i < 512; i++) {
-		if (count_covering(&self->t, PT_EV_FREE, pfn + i, 1, TR(m1),
+		if (count_covering(&self->t, PGTRACE_EV_FREE, pfn + i, 1, TR(m1),
 				   TR(m4) + 1000000) != 1 && bad++ < 5)
 			TH_LOG("subpage %zu (pfn %#" PRIx64 "): not freed once",
 			       i, pfn + i);
 	}
 	/* The upper half, written to nowhere but unmapped by MADV_DONTNEED. */
 	for (i = 256; i < 512; i++) {
-		if (count_covering(&self->t, PT_EV_FREE, pfn + i, 1, 0,
+		if (count_covering(&self->t, PGTRACE_EV_FREE, pfn + i, 1, 0,
 				   TR(m3) + 1000000) != 1 && bad++ < 5)
 			TH_LOG("subpage %zu: not freed by MADV_DONTNEED", i);
 	}

@@ -217,7 +217,7 @@ static uint64_t one_page_event(void)
 /* ------------------------------------------------------- a mapped session */
 
 /*
- * The session's mapping is read through libpagetrace's ring (pt_ring_*),
+ * The session's mapping is read through libpagetrace's ring (pgtrace_ring_*),
  * as pagetrace record reads it; the tests of the kernel's own checks call
  * mmap() and PAGETRACE_IOC_CONSUME directly.
  */
@@ -233,13 +233,13 @@ static size_t chunk_len(const struct pagetrace_chunk *ch)
 }
 
 /* The chunk of @cpu at @pos, or NULL if the ring finds it corrupt. */
-static const struct pagetrace_chunk *ring_chunk(struct pt_ring *ring,
+static const struct pagetrace_chunk *ring_chunk(struct pgtrace_ring *ring,
 						unsigned int cpu, uint64_t pos)
 {
 	const struct pagetrace_chunk *ch;
 	size_t len;
 
-	return pt_ring_chunk(ring, cpu, pos, &ch, &len) ? NULL : ch;
+	return pgtrace_ring_chunk(ring, cpu, pos, &ch, &len) ? NULL : ch;
 }
 
 static int consume(int fd, const uint64_t *pos, unsigned int nr)
@@ -250,10 +250,10 @@ static int consume(int fd, const uint64_t *pos, unsigned int nr)
 }
 
 /* Every CPU's consumed position, into @pos. */
-static void current_pos(struct pt_ring *ring, uint64_t *pos)
+static void current_pos(struct pgtrace_ring *ring, uint64_t *pos)
 {
-	for (unsigned int cpu = 0; cpu < pt_ring_meta(ring)->nr_cpus; cpu++)
-		pos[cpu] = pt_ring_cpu(ring, cpu)->consumed;
+	for (unsigned int cpu = 0; cpu < pgtrace_ring_meta(ring)->nr_cpus; cpu++)
+		pos[cpu] = pgtrace_ring_cpu(ring, cpu)->consumed;
 }
 
 /*
@@ -261,20 +261,20 @@ static void current_pos(struct pt_ring *ring, uint64_t *pos)
  * (@per_cpu: to that CPU's buffer as well), then give them back.
  * Returns the chunks taken, or -errno.
  */
-static int drain_ring(struct pt_ring *ring, struct buf *b, struct buf *per_cpu)
+static int drain_ring(struct pgtrace_ring *ring, struct buf *b, struct buf *per_cpu)
 {
-	unsigned int nr = pt_ring_meta(ring)->nr_cpus;
+	unsigned int nr = pgtrace_ring_meta(ring)->nr_cpus;
 	int64_t moved;
 	int taken = 0;
 
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
 		uint64_t pos;
-		int64_t n = pt_ring_peek(ring, cpu, &pos);
+		int64_t n = pgtrace_ring_peek(ring, cpu, &pos);
 
 		for (int64_t i = 0; i < n; i++, taken++) {
 			const struct pagetrace_chunk *ch;
 			size_t len;
-			int ret = pt_ring_chunk(ring, cpu, pos + i, &ch, &len);
+			int ret = pgtrace_ring_chunk(ring, cpu, pos + i, &ch, &len);
 
 			if (ret)
 				return ret;
@@ -282,17 +282,17 @@ static int drain_ring(struct pt_ring *ring, struct buf *b, struct buf *per_cpu)
 			if (per_cpu)
 				buf_add(&per_cpu[cpu], ch, len);
 		}
-		if (n > 0 && pt_ring_advance(ring, cpu, n))
+		if (n > 0 && pgtrace_ring_advance(ring, cpu, n))
 			return -EINVAL;
 	}
-	moved = pt_ring_consume(ring);
+	moved = pgtrace_ring_consume(ring);
 	if (moved < 0)
 		return (int)moved;
 	return moved == taken ? taken : -EPROTO;
 }
 
 /* Drain until a pass finds nothing: after STOP, everything. */
-static int drain_to_end(struct pt_ring *ring, struct buf *b)
+static int drain_to_end(struct pgtrace_ring *ring, struct buf *b)
 {
 	int n, rounds = 0;
 
@@ -303,13 +303,13 @@ static int drain_to_end(struct pt_ring *ring, struct buf *b)
 }
 
 /* The stream's prefix from the mapping: the header, then the snapshot. */
-static void add_header(struct pt_ring *ring, struct buf *b)
+static void add_header(struct pgtrace_ring *ring, struct buf *b)
 {
 	const void *snap;
 	size_t snap_len;
-	const struct pagetrace_header *h = pt_ring_header(ring, &snap, &snap_len);
+	const struct pagetrace_header *h = pgtrace_ring_header(ring, &snap, &snap_len);
 
-	buf_add(b, h, pt_ring_meta(ring)->header_size);
+	buf_add(b, h, pgtrace_ring_meta(ring)->header_size);
 	buf_add(b, snap, snap_len);
 }
 
@@ -329,7 +329,7 @@ struct decoded {
 	uint64_t	found_seq;
 };
 
-static int dec_chunk(const struct pt_chunk *c, void *arg)
+static int dec_chunk(const struct pgtrace_chunk *c, void *arg)
 {
 	struct decoded *d = arg;
 
@@ -348,27 +348,27 @@ static int dec_chunk(const struct pt_chunk *c, void *arg)
 /* Decode the stream in @b into @d; look for an alloc of @want_pfn. */
 static void decode(const struct buf *b, struct decoded *d, uint64_t want_pfn)
 {
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	int ret;
 
 	memset(d, 0, sizeof(*d));
 	d->found_cpu = -1;
-	ret = pt_reader_open_mem(&r, b->p, b->len, 0);
+	ret = pgtrace_reader_open_mem(&r, b->p, b->len, 0);
 	if (ret) {
 		d->err = ret;
-		snprintf(d->why, sizeof(d->why), "%s", r ? pt_reader_error(r) : "open");
-		pt_reader_close(r);
+		snprintf(d->why, sizeof(d->why), "%s", r ? pgtrace_reader_error(r) : "open");
+		pgtrace_reader_close(r);
 		return;
 	}
-	pt_reader_set_chunk_cb(r, dec_chunk, d);
-	while ((ret = pt_reader_next(r, &ev)) == 1) {
+	pgtrace_reader_set_chunk_cb(r, dec_chunk, d);
+	while ((ret = pgtrace_reader_next(r, &ev)) == 1) {
 		/* The memory map at start is no CPU's traffic: not counted. */
 		if (ev.chunk_flags & PAGETRACE_CHUNK_SNAPSHOT)
 			continue;
 		if (ev.cpu < MAX_CPUS)
 			d->events[ev.cpu]++;
-		if (want_pfn && ev.type == PT_EV_ALLOC && ev.pfn <= want_pfn &&
+		if (want_pfn && ev.type == PGTRACE_EV_ALLOC && ev.pfn <= want_pfn &&
 		    want_pfn < ev.pfn + ev.npages) {
 			d->found_alloc = true;
 			d->found_cpu = ev.cpu;
@@ -377,16 +377,16 @@ static void decode(const struct buf *b, struct decoded *d, uint64_t want_pfn)
 	}
 	if (ret < 0) {
 		d->err = ret;
-		snprintf(d->why, sizeof(d->why), "%s", pt_reader_error(r));
+		snprintf(d->why, sizeof(d->why), "%s", pgtrace_reader_error(r));
 	}
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 }
 
 /* ----------------------------------------------------------------- fixture */
 
 FIXTURE(mm) {
 	int		fd;
-	struct pt_ring	*ring;
+	struct pgtrace_ring	*ring;
 	struct buf	b;
 	struct decoded	d;
 	bool		params;		/* teardown restores buf_size/nr_bufs */
@@ -414,7 +414,7 @@ FIXTURE_SETUP(mm)
 
 FIXTURE_TEARDOWN(mm)
 {
-	pt_ring_unmap(self->ring);
+	pgtrace_ring_unmap(self->ring);
 	if (self->fd >= 0)
 		close(self->fd);
 	free(self->b.p);
@@ -429,7 +429,7 @@ static int open_session(FIXTURE_DATA(mm) *self)
 	self->fd = open(DEV, O_RDONLY | O_CLOEXEC);
 	if (self->fd < 0)
 		return -errno;
-	return pt_ring_map(self->fd, &self->ring);
+	return pgtrace_ring_map(self->fd, &self->ring);
 }
 
 /* Tiny rings for this test's session: @nr_bufs buffers of @buf_size. */
@@ -456,7 +456,7 @@ TEST_F(mm, geometry)
 
 	READY();
 	ASSERT_EQ(0, open_session(self));
-	mt = pt_ring_meta(self->ring);
+	mt = pgtrace_ring_meta(self->ring);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_INFO, &info));
 	memset(&mi, 0xa5, sizeof(mi));
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_MMAP_INFO, &mi));
@@ -498,7 +498,7 @@ TEST_F(mm, geometry)
 	ASSERT_LE(info.header_size, sizeof(hdr));
 	n = read(self->fd, hdr, info.header_size);
 	ASSERT_EQ((ssize_t)info.header_size, n);
-	ASSERT_EQ(0, memcmp(hdr, pt_ring_header(self->ring, NULL, NULL), n));
+	ASSERT_EQ(0, memcmp(hdr, pgtrace_ring_header(self->ring, NULL, NULL), n));
 	memcpy(&h, hdr, sizeof(h));
 	ASSERT_EQ(0, h.flags & PAGETRACE_FLAG_OVERWRITE);
 	/* Still unclaimed: CONSUME may claim it for the mapping. */
@@ -567,7 +567,7 @@ TEST_F(mm, bad_ioctl)
 
 	READY();
 	ASSERT_EQ(0, open_session(self));
-	nr = pt_ring_meta(self->ring)->nr_cpus;
+	nr = pgtrace_ring_meta(self->ring)->nr_cpus;
 	ASSERT_GE(MAX_CPUS, nr);
 
 	memset(&c, 0, sizeof(c));
@@ -615,15 +615,15 @@ TEST_F(mm, bad_ioctl)
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_FLUSH));
 	current_pos(self->ring, before);
 	for (unsigned int cpu = 0; cpu < nr; cpu++)
-		pos[cpu] = load_acquire(&pt_ring_cpu(self->ring, cpu)->produced);
+		pos[cpu] = load_acquire(&pgtrace_ring_cpu(self->ring, cpu)->produced);
 	pos[nr - 1] += 1;
 	ASSERT_EQ(-EINVAL, consume(self->fd, pos, nr));
 	for (unsigned int cpu = 0; cpu < nr; cpu++)
-		ASSERT_EQ(before[cpu], pt_ring_cpu(self->ring, cpu)->consumed);
+		ASSERT_EQ(before[cpu], pgtrace_ring_cpu(self->ring, cpu)->consumed);
 	pos[nr - 1] -= 1;
 	ASSERT_EQ(0, consume(self->fd, pos, nr));
 	for (unsigned int cpu = 0; cpu < nr; cpu++)
-		ASSERT_EQ(pos[cpu], pt_ring_cpu(self->ring, cpu)->consumed);
+		ASSERT_EQ(pos[cpu], pgtrace_ring_cpu(self->ring, cpu)->consumed);
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
 		if (!pos[cpu])
 			continue;
@@ -640,7 +640,7 @@ TEST_F(mm, bad_ioctl)
 	ASSERT_EQ(EBUSY, errno);
 
 	/* And the other way round, in a new session. */
-	pt_ring_unmap(self->ring);
+	pgtrace_ring_unmap(self->ring);
 	self->ring = NULL;
 	close(self->fd);
 	self->fd = open(DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -656,7 +656,7 @@ TEST_F(mm, bad_ioctl)
 	ASSERT_EQ(-1, ioctl(self->fd, PAGETRACE_IOC_SET_MODE, &md));
 	ASSERT_EQ(EBUSY, errno);
 	/* Mapping to watch is still fine. */
-	ASSERT_EQ(0, pt_ring_map(self->fd, &self->ring));
+	ASSERT_EQ(0, pgtrace_ring_map(self->fd, &self->ring));
 }
 
 /*
@@ -674,20 +674,20 @@ TEST_F_TIMEOUT(mm, same_as_read, 120)
 
 	READY();
 	ASSERT_EQ(0, open_session(self));
-	nr = pt_ring_meta(self->ring)->nr_cpus;
+	nr = pgtrace_ring_meta(self->ring)->nr_cpus;
 	ASSERT_GE(MAX_CPUS, nr);
 	on_every_cpu(256 * PAGE);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_STOP));
-	ASSERT_TRUE(pt_ring_flags(self->ring) & PAGETRACE_META_STOPPED);
+	ASSERT_TRUE(pgtrace_ring_flags(self->ring) & PAGETRACE_META_STOPPED);
 
 	/* Copy the mapped chunks out without consuming them. */
 	add_header(self->ring, &mapped);
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
-		const struct pagetrace_meta_cpu *mc = pt_ring_cpu(self->ring, cpu);
+		const struct pagetrace_meta_cpu *mc = pgtrace_ring_cpu(self->ring, cpu);
 		uint64_t end = load_acquire(&mc->produced);
 
 		ASSERT_EQ(0, mc->consumed);
-		ASSERT_GE(pt_ring_meta(self->ring)->nr_bufs, end) TH_LOG("cpu %u wrapped", cpu);
+		ASSERT_GE(pgtrace_ring_meta(self->ring)->nr_bufs, end) TH_LOG("cpu %u wrapped", cpu);
 		for (uint64_t p = 0; p < end; p++) {
 			const struct pagetrace_chunk *ch = ring_chunk(self->ring, cpu, p);
 
@@ -702,7 +702,7 @@ TEST_F_TIMEOUT(mm, same_as_read, 120)
 	/* Now read() the same session to its end. */
 	ASSERT_EQ(0, read_all(self->fd, &rd));
 	/* The prefix: the header, then the snapshot chunks. */
-	off = pt_ring_meta(self->ring)->header_size + pt_ring_meta(self->ring)->snapshot_size;
+	off = pgtrace_ring_meta(self->ring)->header_size + pgtrace_ring_meta(self->ring)->snapshot_size;
 	ASSERT_LE(off, rd.len);
 	ASSERT_EQ(0, memcmp(rd.p, mapped.p, off));
 	while (off < rd.len) {
@@ -726,8 +726,8 @@ TEST_F_TIMEOUT(mm, same_as_read, 120)
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
 		ASSERT_EQ(0, per_cpu[cpu].len) TH_LOG("read() missed chunks of cpu %u", cpu);
 		/* read() consumed them all, and the meta area says so. */
-		ASSERT_EQ(pt_ring_cpu(self->ring, cpu)->produced,
-			  pt_ring_cpu(self->ring, cpu)->consumed);
+		ASSERT_EQ(pgtrace_ring_cpu(self->ring, cpu)->produced,
+			  pgtrace_ring_cpu(self->ring, cpu)->consumed);
 	}
 
 	/* Both decode, to the same events per CPU. */
@@ -758,7 +758,7 @@ TEST_F_TIMEOUT(mm, counters, 120)
 
 	READY();
 	ASSERT_EQ(0, open_session(self));
-	nr = pt_ring_meta(self->ring)->nr_cpus;
+	nr = pgtrace_ring_meta(self->ring)->nr_cpus;
 	ASSERT_GE(MAX_CPUS, nr);
 	ASSERT_EQ(0, consume(self->fd, NULL, 0));
 	add_header(self->ring, &self->b);
@@ -775,7 +775,7 @@ TEST_F_TIMEOUT(mm, counters, 120)
 	s.nr_cpus = nr;
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_STATS, &s));
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
-		const struct pagetrace_meta_cpu *mc = pt_ring_cpu(self->ring, cpu);
+		const struct pagetrace_meta_cpu *mc = pgtrace_ring_cpu(self->ring, cpu);
 
 		ASSERT_EQ(mc->produced, mc->consumed);
 		ASSERT_EQ(mc->produced, mc->chunks);
@@ -884,15 +884,15 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 	cpu = pin_to_first_cpu();
 	ASSERT_LE(0, cpu);
 	ASSERT_EQ(0, open_session(self));
-	nr = pt_ring_meta(self->ring)->nr_cpus;
+	nr = pgtrace_ring_meta(self->ring)->nr_cpus;
 	ASSERT_GE(MAX_CPUS, nr);
-	ASSERT_EQ(PAGE, pt_ring_meta(self->ring)->chunk_size);
-	ASSERT_EQ(4, pt_ring_meta(self->ring)->nr_bufs);
+	ASSERT_EQ(PAGE, pgtrace_ring_meta(self->ring)->chunk_size);
+	ASSERT_EQ(4, pgtrace_ring_meta(self->ring)->nr_bufs);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_SET_MODE, &md));
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_SET_MODE, &md));
-	ASSERT_EQ(PAGETRACE_MODE_FLIGHT, pt_ring_meta(self->ring)->mode);
-	ASSERT_TRUE(pt_ring_flags(self->ring) & PAGETRACE_META_OVERWRITE);
-	memcpy(&h, pt_ring_header(self->ring, NULL, NULL), sizeof(h));
+	ASSERT_EQ(PAGETRACE_MODE_FLIGHT, pgtrace_ring_meta(self->ring)->mode);
+	ASSERT_TRUE(pgtrace_ring_flags(self->ring) & PAGETRACE_META_OVERWRITE);
+	memcpy(&h, pgtrace_ring_header(self->ring, NULL, NULL), sizeof(h));
 	ASSERT_TRUE(h.flags & PAGETRACE_FLAG_OVERWRITE);
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_INFO, &info));
 	ASSERT_TRUE(info.flags & PAGETRACE_FLAG_OVERWRITE);
@@ -910,8 +910,8 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 	ASSERT_EQ(-EBUSY, consume(self->fd, pos, nr));
 
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_FREEZE));
-	ASSERT_TRUE(pt_ring_flags(self->ring) & PAGETRACE_META_FROZEN);
-	mc = pt_ring_cpu(self->ring, cpu);
+	ASSERT_TRUE(pgtrace_ring_flags(self->ring) & PAGETRACE_META_FROZEN);
+	mc = pgtrace_ring_cpu(self->ring, cpu);
 	produced = load_acquire(&mc->produced);
 	consumed = mc->consumed;
 	TH_LOG("cpu %d: produced %llu consumed %llu overwritten %llu", cpu,
@@ -942,7 +942,7 @@ TEST_F_TIMEOUT(mm, flight_newest, 120)
 
 	/* THAW: overwriting resumes; a second dump follows the first. */
 	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_THAW));
-	ASSERT_FALSE(pt_ring_flags(self->ring) & PAGETRACE_META_FROZEN);
+	ASSERT_FALSE(pgtrace_ring_flags(self->ring) & PAGETRACE_META_FROZEN);
 	current_pos(self->ring, pos);
 	ASSERT_EQ(-EBUSY, consume(self->fd, pos, nr));
 	touch_and_free(4096 * PAGE);

@@ -220,7 +220,7 @@ static void first_types(const struct pt_st_trace *t, const uint64_t *pfns, size_
 
 	memset(type, 0, n);
 	for (i = 0; i < t->nr; i++) {
-		const struct pt_event *ev = &t->ev[i];
+		const struct pgtrace_event *ev = &t->ev[i];
 		uint64_t p;
 
 		/* The memory map at start lists them as in use: not an event. */
@@ -305,10 +305,10 @@ TEST_F_TIMEOUT(reclaim, readahead_allocates, RECLAIM_TIMEOUT)
 	first_types(&self->t, self->pfns, n, 0, self->type);
 	count_types(self->type, n, by);
 	for (i = 0; i < self->t.nr; i++)
-		allocs += self->t.ev[i].type == PT_EV_ALLOC;
+		allocs += self->t.ev[i].type == PGTRACE_EV_ALLOC;
 	TH_LOG("%zu pages: first event alloc %zu, free %zu, reclaim %zu, none %zu (%zu allocs)",
-	       n, by[PT_EV_ALLOC], by[PT_EV_FREE], by[PT_EV_RECLAIM], by[0], allocs);
-	EXPECT_EQ(n, by[PT_EV_ALLOC]);
+	       n, by[PGTRACE_EV_ALLOC], by[PGTRACE_EV_FREE], by[PGTRACE_EV_RECLAIM], by[0], allocs);
+	EXPECT_EQ(n, by[PGTRACE_EV_ALLOC]);
 }
 
 /* memory.reclaim pushes the file's pages out: reclaim events, no frees. */
@@ -346,16 +346,16 @@ TEST_F_TIMEOUT(reclaim, memory_reclaim_is_reclaim, RECLAIM_TIMEOUT)
 	first_types(&self->t, self->pfns, n, 0, self->type);
 	count_types(self->type, n, by);
 	TH_LOG("memory.current %" PRIu64 " -> %" PRIu64 "; %zu file pages: first event reclaim %zu, free %zu, alloc %zu, none %zu",
-	       before, after, n, by[PT_EV_RECLAIM], by[PT_EV_FREE],
-	       by[PT_EV_ALLOC], by[0]);
+	       before, after, n, by[PGTRACE_EV_RECLAIM], by[PGTRACE_EV_FREE],
+	       by[PGTRACE_EV_ALLOC], by[0]);
 	ASSERT_GT(before, after) TH_LOG("memory.reclaim reclaimed nothing");
 	/*
 	 * Most of the file went, every page that went was a reclaim, and the
 	 * pages without an event are exactly those still cached.
 	 */
-	EXPECT_LE(n / 2, by[PT_EV_RECLAIM]);
-	EXPECT_EQ(0, by[PT_EV_FREE]);
-	EXPECT_EQ(0, by[PT_EV_ALLOC]);
+	EXPECT_LE(n / 2, by[PGTRACE_EV_RECLAIM]);
+	EXPECT_EQ(0, by[PGTRACE_EV_FREE]);
+	EXPECT_EQ(0, by[PGTRACE_EV_ALLOC]);
 	EXPECT_EQ(resident_pages(), by[0]);
 }
 
@@ -380,14 +380,14 @@ TEST_F_TIMEOUT(reclaim, drop_caches_is_free, RECLAIM_TIMEOUT)
 	first_types(&self->t, self->pfns, n, 0, self->type);
 	count_types(self->type, n, by);
 	TH_LOG("%zu file pages: first event free %zu, reclaim %zu, alloc %zu, none %zu",
-	       n, by[PT_EV_FREE], by[PT_EV_RECLAIM], by[PT_EV_ALLOC], by[0]);
+	       n, by[PGTRACE_EV_FREE], by[PGTRACE_EV_RECLAIM], by[PGTRACE_EV_ALLOC], by[0]);
 	/*
 	 * drop_caches skips pages it cannot take right now (say, still in a
 	 * per-CPU LRU batch): those stay cached and have no event.
 	 */
-	EXPECT_LE(n * 9 / 10, by[PT_EV_FREE]);
-	EXPECT_EQ(0, by[PT_EV_RECLAIM]);
-	EXPECT_EQ(0, by[PT_EV_ALLOC]);
+	EXPECT_LE(n * 9 / 10, by[PGTRACE_EV_FREE]);
+	EXPECT_EQ(0, by[PGTRACE_EV_RECLAIM]);
+	EXPECT_EQ(0, by[PGTRACE_EV_ALLOC]);
 	EXPECT_EQ(resident_pages(), by[0]);
 }
 

@@ -58,7 +58,7 @@ static size_t covered(const struct pt_st_trace *t, const uint64_t *pfns,
 	size_t i, k = 0;
 
 	for (i = 0; hit && i < t->nr; i++) {
-		const struct pt_event *ev = &t->ev[i];
+		const struct pgtrace_event *ev = &t->ev[i];
 		const uint64_t *lo;
 
 		if (!(ev->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT))
@@ -98,9 +98,9 @@ TEST(snapshot_record)
 {
 	static char stream[16 << 20];
 	const struct pagetrace_rec_snapshot *rec;
-	struct pt_reader *r = NULL;
+	struct pgtrace_reader *r = NULL;
 	uint64_t runs = 0, pages = 0;
-	struct pt_event ev;
+	struct pgtrace_event ev;
 	size_t len = 0;
 	ssize_t n;
 	int dev, ret;
@@ -125,15 +125,15 @@ TEST(snapshot_record)
 	       (unsigned long long)rec->unlisted);
 	EXPECT_EQ(0, (uint64_t)rec->unlisted);
 
-	ASSERT_EQ(0, pt_reader_open_mem(&r, stream, len, 0));
-	while ((ret = pt_reader_next(r, &ev)) == 1) {
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, stream, len, 0));
+	while ((ret = pgtrace_reader_next(r, &ev)) == 1) {
 		if (!(ev.chunk_flags & PAGETRACE_CHUNK_SNAPSHOT))
 			continue;
 		runs++;
 		pages += ev.npages;
 	}
-	EXPECT_EQ(0, ret) TH_LOG("decode: %s", pt_reader_error(r));
-	pt_reader_close(r);
+	EXPECT_EQ(0, ret) TH_LOG("decode: %s", pgtrace_reader_error(r));
+	pgtrace_reader_close(r);
 	EXPECT_EQ((uint64_t)rec->runs, runs);
 	EXPECT_EQ((uint64_t)rec->pages, pages);
 	EXPECT_LT(0, runs);
@@ -183,10 +183,10 @@ TEST(snapshot_chunks_cover_held_pages)
 		snap++;
 		pages += t.ev[i].npages;
 		/* Stamped with the session's start, and allocations only. */
-		EXPECT_EQ(PT_EV_ALLOC, t.ev[i].type);
+		EXPECT_EQ(PGTRACE_EV_ALLOC, t.ev[i].type);
 		EXPECT_GE(t.hdr.start_ns, t.ev[i].time_ns);
 		EXPECT_LT(t.hdr.start_ns - 128, t.ev[i].time_ns);
-		if (t.ev[i].type != PT_EV_ALLOC)
+		if (t.ev[i].type != PGTRACE_EV_ALLOC)
 			break;
 	}
 	in_held = covered(&t, held, nh);

@@ -153,7 +153,7 @@ struct tally {
 	char		err[256];
 };
 
-static int tally_chunk(const struct pt_chunk *c, void *arg)
+static int tally_chunk(const struct pgtrace_chunk *c, void *arg)
 {
 	struct tally *t = arg;
 
@@ -170,22 +170,22 @@ static int tally_chunk(const struct pt_chunk *c, void *arg)
 /* Decode a whole stream; 0 or -errno with t->err saying why. */
 static int tally_stream(const void *buf, size_t len, struct tally *t)
 {
-	struct pt_reader *r = NULL;
-	struct pt_event ev[4096];
+	struct pgtrace_reader *r = NULL;
+	struct pgtrace_event ev[4096];
 	const struct pagetrace_header *h;
 	int ret;
 
-	ret = pt_reader_open_mem(&r, buf, len, 0);
+	ret = pgtrace_reader_open_mem(&r, buf, len, 0);
 	if (ret < 0) {
 		snprintf(t->err, sizeof(t->err), "open: %s",
-			 r ? pt_reader_error(r) : strerror(-ret));
-		pt_reader_close(r);
+			 r ? pgtrace_reader_error(r) : strerror(-ret));
+		pgtrace_reader_close(r);
 		return ret;
 	}
-	h = pt_reader_header(r);
+	h = pgtrace_reader_header(r);
 	t->nr_cpus = h->nr_cpus;
-	pt_reader_set_chunk_cb(r, tally_chunk, t);
-	while ((ret = pt_reader_next_batch(r, ev, 4096)) > 0) {
+	pgtrace_reader_set_chunk_cb(r, tally_chunk, t);
+	while ((ret = pgtrace_reader_next_batch(r, ev, 4096)) > 0) {
 		for (int i = 0; i < ret; i++) {
 			if (ev[i].cpu >= MAX_CPUS ||
 			    (ev[i].chunk_flags & PAGETRACE_CHUNK_SNAPSHOT))
@@ -204,9 +204,9 @@ static int tally_stream(const void *buf, size_t len, struct tally *t)
 		}
 	}
 	if (ret < 0)
-		snprintf(t->err, sizeof(t->err), "decode: %s", pt_reader_error(r));
-	t->seq_gaps = pt_reader_counters(r)->seq_gaps;
-	pt_reader_close(r);
+		snprintf(t->err, sizeof(t->err), "decode: %s", pgtrace_reader_error(r));
+	t->seq_gaps = pgtrace_reader_counters(r)->seq_gaps;
+	pgtrace_reader_close(r);
 	return ret;
 }
 
@@ -418,7 +418,7 @@ TEST_F_TIMEOUT(st, hotplug, 240)
 {
 	long secs = env_long("PT_STRESS_SECONDS", 4);
 	struct pagetrace_cpu_stats st1[MAX_CPUS], st2[MAX_CPUS];
-	struct pt_reader *r = NULL;
+	struct pgtrace_reader *r = NULL;
 	struct tally t = { .watch_cpu = 1 };
 	uint64_t kept, lost, t_off_done, t_on_start, t_on, t_end;
 	unsigned long toggles = 0;
@@ -474,13 +474,13 @@ TEST_F_TIMEOUT(st, hotplug, 240)
 	ASSERT_EQ(0, pthread_join(self->rd.thread, NULL));
 	self->reading = false;
 	ASSERT_EQ(0, self->rd.err);
-	ASSERT_LE(0, pt_reader_open_mem(&r, self->rd.p, self->rd.len, 0));
-	t.t_before = pt_st_mono_to_trace(pt_reader_header(r), t_off_done);
-	t.t_after = pt_st_mono_to_trace(pt_reader_header(r), t_on);
+	ASSERT_LE(0, pgtrace_reader_open_mem(&r, self->rd.p, self->rd.len, 0));
+	t.t_before = pt_st_mono_to_trace(pgtrace_reader_header(r), t_off_done);
+	t.t_after = pt_st_mono_to_trace(pgtrace_reader_header(r), t_on);
 	/* A millisecond of margin for the CPUs' clocks. */
-	t.t_quiet_lo = pt_st_mono_to_trace(pt_reader_header(r), t_off_done) + 1000000;
-	t.t_quiet_hi = pt_st_mono_to_trace(pt_reader_header(r), t_on_start) - 1000000;
-	pt_reader_close(r);
+	t.t_quiet_lo = pt_st_mono_to_trace(pgtrace_reader_header(r), t_off_done) + 1000000;
+	t.t_quiet_hi = pt_st_mono_to_trace(pgtrace_reader_header(r), t_on_start) - 1000000;
+	pgtrace_reader_close(r);
 	ASSERT_EQ(0, tally_stream(self->rd.p, self->rd.len, &t)) TH_LOG("%s", t.err);
 	check_accounting(_metadata, self->fd, &t, &kept, &lost);
 	TH_LOG("%lu offline/online cycles; cpu 1: %llu events before offline, %llu after online; %llu kept, %llu lost",

@@ -152,8 +152,8 @@ TEST(task_records)
 	int up[NR_CHILDREN][2], down[NR_CHILDREN][2];
 	uint64_t irq_pfn[2] = { 0 }, irq_t0[2], irq_t1[2];
 	static const char *const irq_ops[2] = { "softirq", "hardirq" };
-	struct pt_reader *r = NULL;
-	struct pt_event *ev;
+	struct pgtrace_reader *r = NULL;
+	struct pgtrace_event *ev;
 	size_t len, nr = 0, cap = 1 << 16;
 	uint64_t err;
 	void *stream;
@@ -201,8 +201,8 @@ TEST(task_records)
 	ASSERT_EQ(0, ioctl(dev, PAGETRACE_IOC_STOP));
 	stream = pt_st_read_all(dev, &len);
 	ASSERT_NE(NULL, stream);
-	ASSERT_LE(0, pt_reader_open_mem(&r, stream, len, 0));
-	ASSERT_TRUE(pt_reader_header(r)->flags & PAGETRACE_FLAG_TASKS);
+	ASSERT_LE(0, pgtrace_reader_open_mem(&r, stream, len, 0));
+	ASSERT_TRUE(pgtrace_reader_header(r)->flags & PAGETRACE_FLAG_TASKS);
 	ev = malloc(cap * sizeof(*ev));
 	ASSERT_NE(NULL, ev);
 	for (;;) {
@@ -211,8 +211,8 @@ TEST(task_records)
 			ev = realloc(ev, cap * sizeof(*ev));
 			ASSERT_NE(NULL, ev);
 		}
-		ret = pt_reader_next_batch(r, ev + nr, 4096);
-		ASSERT_LE(0, ret) TH_LOG("%s", pt_reader_error(r));
+		ret = pgtrace_reader_next_batch(r, ev + nr, 4096);
+		ASSERT_LE(0, ret) TH_LOG("%s", pgtrace_reader_error(r));
 		if (!ret)
 			break;
 		nr += ret;
@@ -222,7 +222,7 @@ TEST(task_records)
 	EXPECT_LT(0, count_names(stream, len, ch, &bad));
 	EXPECT_EQ(0, bad);
 	for (i = 0; i < NR_CHILDREN; i++) {
-		const char *name = pt_reader_task_name(r, ch[i].pid);
+		const char *name = pgtrace_reader_task_name(r, ch[i].pid);
 
 		ASSERT_NE(NULL, name) TH_LOG("no name for child %d", ch[i].pid);
 		EXPECT_STREQ(ch[i].name, name);
@@ -231,7 +231,7 @@ TEST(task_records)
 			int found = 0, other = 0;
 
 			for (k = 0; k < (int)nr; k++) {
-				if (ev[k].type != PT_EV_ALLOC || ev[k].pfn > ch[i].pfn[j] ||
+				if (ev[k].type != PGTRACE_EV_ALLOC || ev[k].pfn > ch[i].pfn[j] ||
 				    ev[k].pfn + ev[k].npages <= ch[i].pfn[j])
 					continue;
 				if (ev[k].task == ch[i].pid)
@@ -245,14 +245,14 @@ TEST(task_records)
 		}
 	}
 	/* With the TSC clock, also its error (see pagetrace_gt_test.c). */
-	err = pt_reader_session(r) ? pt_reader_session(r)->clock_error_ns : 0;
+	err = pgtrace_reader_session(r) ? pgtrace_reader_session(r)->clock_error_ns : 0;
 	for (i = 0; i < 2; i++) {
 		int found = 0, wrong = 0;
 
 		if (!irq_pfn[i])
 			continue;
 		for (k = 0; k < (int)nr; k++) {
-			if (ev[k].type != PT_EV_ALLOC || ev[k].pfn != irq_pfn[i] ||
+			if (ev[k].type != PGTRACE_EV_ALLOC || ev[k].pfn != irq_pfn[i] ||
 			    ev[k].time_ns + 256 + err < irq_t0[i] ||
 			    ev[k].time_ns > irq_t1[i] + err)
 				continue;
@@ -266,7 +266,7 @@ TEST(task_records)
 		EXPECT_EQ(0, wrong);
 	}
 	free(ev);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	free(stream);
 	close(dev);
 }

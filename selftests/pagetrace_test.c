@@ -612,7 +612,7 @@ struct decoded {
 	uint64_t	before_start;
 	uint64_t	cpu_errors;
 	char		first_problem[256];
-	struct pt_reader_counters ctr;
+	struct pgtrace_reader_counters ctr;
 	unsigned int	nr_cpus;
 	struct dec_cpu	*cpus;
 	/* the event looked for, if any */
@@ -634,7 +634,7 @@ static void problem(struct decoded *d, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int dec_chunk_cb(const struct pt_chunk *c, void *arg)
+static int dec_chunk_cb(const struct pgtrace_chunk *c, void *arg)
 {
 	struct decoded *d = arg;
 
@@ -661,29 +661,29 @@ static int dec_chunk_cb(const struct pt_chunk *c, void *arg)
 
 static void decode_mem(const unsigned char *p, size_t len, struct decoded *d)
 {
-	struct pt_event evs[512];
+	struct pgtrace_event evs[512];
 	const struct pagetrace_header *h;
-	struct pt_reader *r = NULL;
+	struct pgtrace_reader *r = NULL;
 	uint64_t want = d->want_pfn;
 	int n;
 
 	memset(d, 0, sizeof(*d));
 	d->want_pfn = want;
-	d->err = pt_reader_open_mem(&r, p, len, 0);
+	d->err = pgtrace_reader_open_mem(&r, p, len, 0);
 	if (d->err) {
 		if (r)
 			snprintf(d->errmsg, sizeof(d->errmsg), "%s",
-				 pt_reader_error(r));
-		pt_reader_close(r);
+				 pgtrace_reader_error(r));
+		pgtrace_reader_close(r);
 		return;
 	}
-	h = pt_reader_header(r);
+	h = pgtrace_reader_header(r);
 	d->nr_cpus = h->nr_cpus;
 	d->cpus = calloc(d->nr_cpus, sizeof(*d->cpus));
-	pt_reader_set_chunk_cb(r, dec_chunk_cb, d);
-	while ((n = pt_reader_next_batch(r, evs, 512)) > 0) {
+	pgtrace_reader_set_chunk_cb(r, dec_chunk_cb, d);
+	while ((n = pgtrace_reader_next_batch(r, evs, 512)) > 0) {
 		for (int i = 0; i < n; i++) {
-			const struct pt_event *e = &evs[i];
+			const struct pgtrace_event *e = &evs[i];
 			struct dec_cpu *c;
 
 			if (e->cpu >= d->nr_cpus) {
@@ -709,11 +709,11 @@ static void decode_mem(const unsigned char *p, size_t len, struct decoded *d)
 			if (e->type < 5)
 				d->by_type[e->type]++;
 			if (want && e->pfn == want && e->npages == 1) {
-				if (e->type == PT_EV_ALLOC && !d->found_alloc) {
+				if (e->type == PGTRACE_EV_ALLOC && !d->found_alloc) {
 					d->found_alloc = true;
 					d->found_alloc_ns = e->time_ns;
 				}
-				if (e->type == PT_EV_FREE && d->found_alloc &&
+				if (e->type == PGTRACE_EV_FREE && d->found_alloc &&
 				    !d->found_free) {
 					d->found_free = true;
 					d->found_free_ns = e->time_ns;
@@ -723,9 +723,9 @@ static void decode_mem(const unsigned char *p, size_t len, struct decoded *d)
 	}
 	d->err = n;
 	if (n < 0)
-		snprintf(d->errmsg, sizeof(d->errmsg), "%s", pt_reader_error(r));
-	d->ctr = *pt_reader_counters(r);
-	pt_reader_close(r);
+		snprintf(d->errmsg, sizeof(d->errmsg), "%s", pgtrace_reader_error(r));
+	d->ctr = *pgtrace_reader_counters(r);
+	pgtrace_reader_close(r);
 }
 
 static void decoded_free(struct decoded *d)
@@ -818,8 +818,8 @@ TEST_F(pt, header)
 {
 	uint64_t mono0, mono1, real0, real1;
 	const struct pagetrace_header *h = &self->hi.h;
-	const struct pt_zone *zones;
-	struct pt_reader *r = NULL;
+	const struct pgtrace_zone *zones;
+	struct pgtrace_reader *r = NULL;
 	struct utsname uts;
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	int ret;
@@ -908,22 +908,22 @@ TEST_F(pt, header)
 	close(self->fd);
 	self->fd = open_dev(O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
-	ret = pt_reader_open_fd(&r, self->fd, 0);
-	ASSERT_EQ(0, ret) TH_LOG("pt_reader_open_fd: %s", r ? pt_reader_error(r) : "");
-	ASSERT_EQ(h->header_size, pt_reader_header(r)->header_size);
-	ASSERT_EQ(h->chunk_size, pt_reader_header(r)->chunk_size);
-	ASSERT_EQ(h->nr_cpus, pt_reader_header(r)->nr_cpus);
-	ASSERT_LT(h->start_ns, pt_reader_header(r)->start_ns);
-	ASSERT_STREQ(uts.release, pt_reader_release(r));
-	ASSERT_EQ(self->hi.nr_zones, pt_reader_zones(r, &zones));
+	ret = pgtrace_reader_open_fd(&r, self->fd, 0);
+	ASSERT_EQ(0, ret) TH_LOG("pgtrace_reader_open_fd: %s", r ? pgtrace_reader_error(r) : "");
+	ASSERT_EQ(h->header_size, pgtrace_reader_header(r)->header_size);
+	ASSERT_EQ(h->chunk_size, pgtrace_reader_header(r)->chunk_size);
+	ASSERT_EQ(h->nr_cpus, pgtrace_reader_header(r)->nr_cpus);
+	ASSERT_LT(h->start_ns, pgtrace_reader_header(r)->start_ns);
+	ASSERT_STREQ(uts.release, pgtrace_reader_kernel_release(r));
+	ASSERT_EQ(self->hi.nr_zones, pgtrace_reader_zones(r, &zones));
 	for (unsigned int i = 0; i < self->hi.nr_zones; i++) {
 		ASSERT_EQ(self->hi.zones[i].start_pfn, zones[i].start_pfn);
 		ASSERT_EQ(self->hi.zones[i].end_pfn, zones[i].end_pfn);
 		ASSERT_STREQ((const char *)self->hi.zones[i].name, zones[i].name);
 	}
-	ASSERT_NE(NULL, pt_reader_session(r));
-	ASSERT_EQ(self->hi.sess.nr_bufs, pt_reader_session(r)->nr_bufs);
-	pt_reader_close(r);
+	ASSERT_NE(NULL, pgtrace_reader_session(r));
+	ASSERT_EQ(self->hi.sess.nr_bufs, pgtrace_reader_session(r)->nr_bufs);
+	pgtrace_reader_close(r);
 }
 
 TEST_F(pt, info)
@@ -1033,12 +1033,12 @@ TEST_F_TIMEOUT(pt, stream, 180)
 	TH_LOG("%d cpus, %llu chunks, %llu events (%llu alloc, %llu free, %llu reclaim), %llu lost",
 	       ncpu, (unsigned long long)self->dec.chunks,
 	       (unsigned long long)self->dec.events,
-	       (unsigned long long)self->dec.by_type[PT_EV_ALLOC],
-	       (unsigned long long)self->dec.by_type[PT_EV_FREE],
-	       (unsigned long long)self->dec.by_type[PT_EV_RECLAIM],
+	       (unsigned long long)self->dec.by_type[PGTRACE_EV_ALLOC],
+	       (unsigned long long)self->dec.by_type[PGTRACE_EV_FREE],
+	       (unsigned long long)self->dec.by_type[PGTRACE_EV_RECLAIM],
 	       (unsigned long long)self->dec.lost);
-	ASSERT_LE(500ULL * ncpu, self->dec.by_type[PT_EV_ALLOC]);
-	ASSERT_LE(500ULL * ncpu, self->dec.by_type[PT_EV_FREE]);
+	ASSERT_LE(500ULL * ncpu, self->dec.by_type[PGTRACE_EV_ALLOC]);
+	ASSERT_LE(500ULL * ncpu, self->dec.by_type[PGTRACE_EV_FREE]);
 
 	/* The kernel's counters agree exactly, CPU by CPU. */
 	for (unsigned int cpu = 0; cpu < h->nr_cpus; cpu++) {
@@ -1390,7 +1390,7 @@ TEST_F(pt, read_eagain_eof)
 	decode_mem(self->b.p, self->b.len, &self->dec);
 	ASSERT_EQ(0, self->dec.err) TH_LOG("decode: %s", self->dec.errmsg);
 	ASSERT_STREQ("", self->dec.first_problem);
-	ASSERT_LT(0, self->dec.by_type[PT_EV_ALLOC]);
+	ASSERT_LT(0, self->dec.by_type[PGTRACE_EV_ALLOC]);
 }
 
 /*

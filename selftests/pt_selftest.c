@@ -51,7 +51,7 @@ void *pt_st_read_all(int fd, size_t *len)
 
 int pt_st_collect(int dev, struct pt_st_trace *t)
 {
-	struct pt_reader *r = NULL;
+	struct pgtrace_reader *r = NULL;
 	size_t len, cap = 1 << 14;
 	void *stream;
 	int ret;
@@ -68,20 +68,20 @@ int pt_st_collect(int dev, struct pt_st_trace *t)
 		snprintf(t->err, sizeof(t->err), "reading the stream failed");
 		return -EIO;
 	}
-	ret = pt_reader_open_mem(&r, stream, len, 0);
+	ret = pgtrace_reader_open_mem(&r, stream, len, 0);
 	if (ret >= 0) {
-		t->hdr = *pt_reader_header(r);
-		t->backend = pt_reader_session(r) ?
-			     pt_reader_session(r)->backend : ~0U;
-		t->clock_error_ns = pt_reader_session(r) ?
-				    pt_reader_session(r)->clock_error_ns : 0;
-		t->uncovered = pt_reader_session(r) ?
-			       pt_reader_session(r)->uncovered : 0;
+		t->hdr = *pgtrace_reader_header(r);
+		t->backend = pgtrace_reader_session(r) ?
+			     pgtrace_reader_session(r)->backend : ~0U;
+		t->clock_error_ns = pgtrace_reader_session(r) ?
+				    pgtrace_reader_session(r)->clock_error_ns : 0;
+		t->uncovered = pgtrace_reader_session(r) ?
+			       pgtrace_reader_session(r)->uncovered : 0;
 	}
 	t->ev = malloc(cap * sizeof(*t->ev));
 	while (ret >= 0 && t->ev) {
 		if (t->nr + 4096 > cap) {
-			struct pt_event *more;
+			struct pgtrace_event *more;
 
 			cap *= 2;
 			more = realloc(t->ev, cap * sizeof(*t->ev));
@@ -91,7 +91,7 @@ int pt_st_collect(int dev, struct pt_st_trace *t)
 			}
 			t->ev = more;
 		}
-		ret = pt_reader_next_batch(r, t->ev + t->nr, 4096);
+		ret = pgtrace_reader_next_batch(r, t->ev + t->nr, 4096);
 		if (ret <= 0)
 			break;
 		t->nr += ret;
@@ -100,8 +100,8 @@ int pt_st_collect(int dev, struct pt_st_trace *t)
 		ret = -ENOMEM;
 	if (ret < 0)
 		snprintf(t->err, sizeof(t->err), "decode: %s",
-			 r ? pt_reader_error(r) : strerror(-ret));
-	pt_reader_close(r);
+			 r ? pgtrace_reader_error(r) : strerror(-ret));
+	pgtrace_reader_close(r);
 	free(stream);
 	return ret < 0 ? ret : 0;
 }

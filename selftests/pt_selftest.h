@@ -28,7 +28,7 @@ struct pt_st_trace {
 	unsigned int		backend;	/* from the session record */
 	unsigned int		clock_error_ns;	/* likewise */
 	unsigned int		uncovered;	/* likewise */
-	struct pt_event		*ev;
+	struct pgtrace_event		*ev;
 	size_t			nr;
 	char			err[256];	/* why collecting failed */
 };

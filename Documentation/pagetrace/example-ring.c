@@ -43,28 +43,28 @@ static int write_all(const void *p, size_t len)
 }
 
 /* Write every closed chunk of every CPU, give them back: chunks, or -1. */
-static int64_t drain(struct pt_ring *r)
+static int64_t drain(struct pgtrace_ring *r)
 {
 	int64_t taken = 0;
 
-	for (unsigned int cpu = 0; cpu < pt_ring_meta(r)->nr_cpus; cpu++) {
+	for (unsigned int cpu = 0; cpu < pgtrace_ring_meta(r)->nr_cpus; cpu++) {
 		uint64_t pos;
-		int64_t n = pt_ring_peek(r, cpu, &pos);
+		int64_t n = pgtrace_ring_peek(r, cpu, &pos);
 
 		for (int64_t i = 0; i < n; i++) {
 			const struct pagetrace_chunk *ch;
 			size_t len;
 
-			if (pt_ring_chunk(r, cpu, pos + i, &ch, &len) ||
+			if (pgtrace_ring_chunk(r, cpu, pos + i, &ch, &len) ||
 			    write_all(ch, len))
 				return -1;
 		}
-		if (n > 0 && pt_ring_advance(r, cpu, n))
+		if (n > 0 && pgtrace_ring_advance(r, cpu, n))
 			return -1;
 		taken += n > 0 ? n : 0;
 	}
 	/* Only now, with write() returned, may the writer reuse the buffers. */
-	return pt_ring_consume(r) < 0 ? -1 : taken;
+	return pgtrace_ring_consume(r) < 0 ? -1 : taken;
 }
 
 int main(void)
@@ -73,7 +73,7 @@ int main(void)
 	struct pollfd pfd = { .events = POLLIN };
 	const void *snap;
 	size_t snap_len;
-	struct pt_ring *r;
+	struct pgtrace_ring *r;
 	int64_t n;
 	int ret;
 
@@ -82,16 +82,16 @@ int main(void)
 		perror("/dev/pagetrace");
 		return 1;
 	}
-	ret = pt_ring_map(pfd.fd, &r);
+	ret = pgtrace_ring_map(pfd.fd, &r);
 	if (!ret)
-		ret = pt_ring_claim(r);
+		ret = pgtrace_ring_claim(r);
 	if (ret) {
 		fprintf(stderr, "mapping the session: %s\n", strerror(-ret));
 		return 1;
 	}
 	signal(SIGINT, on_sigint);
-	h = pt_ring_header(r, &snap, &snap_len);
-	if (write_all(h, pt_ring_meta(r)->header_size) || write_all(snap, snap_len))
+	h = pgtrace_ring_header(r, &snap, &snap_len);
+	if (write_all(h, pgtrace_ring_meta(r)->header_size) || write_all(snap, snap_len))
 		return 1;
 	while (!stop) {
 		if (drain(r) < 0)
@@ -100,12 +100,12 @@ int main(void)
 	}
 	/* Stop: every buffer is closed; drain until a pass finds nothing. */
 	if (ioctl(pfd.fd, PAGETRACE_IOC_STOP) ||
-	    !(pt_ring_flags(r) & PAGETRACE_META_STOPPED))
+	    !(pgtrace_ring_flags(r) & PAGETRACE_META_STOPPED))
 		return 1;
 	do {
 		n = drain(r);
 	} while (n > 0);
-	pt_ring_unmap(r);
+	pgtrace_ring_unmap(r);
 	close(pfd.fd);
 	return n < 0;
 }

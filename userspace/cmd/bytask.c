@@ -169,7 +169,7 @@ static struct owned *block_find(struct by_task *b, uint64_t pfn)
 
 	if (!b->bcap)
 		return NULL;
-	for (o = 0; o <= PT_SPLIT_ORDERS; o++) {
+	for (o = 0; o <= PGTRACE_SPLIT_ORDERS; o++) {
 		struct owned *s = block_slot(b, pfn & ~((1ULL << o) - 1));
 
 		if (s->pfn != UINT64_MAX && pfn < s->pfn + s->npages)
@@ -204,7 +204,7 @@ void by_task_change(uint64_t time_ns, uint64_t pfn, uint64_t npages, int sign,
 		block_del(b, o);
 }
 
-int by_task_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg)
+int by_task_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a, void *arg)
 {
 	struct by_task *b = arg;
 	struct task_stats *t;
@@ -218,7 +218,7 @@ int by_task_event(const struct pt_event *ev, const struct pt_analysis *a, void *
 	t = task_get(b, ev->task);
 	if (!t)
 		return -ENOMEM;
-	if (ev->type >= PT_EV_ALLOC && ev->type <= PT_EV_RECLAIM) {
+	if (ev->type >= PGTRACE_EV_ALLOC && ev->type <= PGTRACE_EV_RECLAIM) {
 		t->events[ev->type]++;
 		t->pages[ev->type] += ev->npages;
 	}
@@ -232,14 +232,14 @@ static int cmp_tasks(const void *x, const void *y)
 {
 	const struct task_stats *p = x, *q = y;
 
-	if (p->pages[PT_EV_ALLOC] != q->pages[PT_EV_ALLOC])
-		return p->pages[PT_EV_ALLOC] > q->pages[PT_EV_ALLOC] ? -1 : 1;
+	if (p->pages[PGTRACE_EV_ALLOC] != q->pages[PGTRACE_EV_ALLOC])
+		return p->pages[PGTRACE_EV_ALLOC] > q->pages[PGTRACE_EV_ALLOC] ? -1 : 1;
 	return p->tgid < q->tgid ? -1 : p->tgid > q->tgid;
 }
 
-const char *task_name(const struct pt_reader *r, int64_t tgid)
+const char *task_name(const struct pgtrace_reader *r, int64_t tgid)
 {
-	const char *n = pt_reader_task_name(r, tgid);
+	const char *n = pgtrace_reader_task_name(r, tgid);
 
 	if (n)
 		return n;
@@ -275,12 +275,12 @@ void by_task_free(struct by_task *b)
 	free(b);
 }
 
-int stats_by_task(struct pt_reader *r, const char *path, bool json)
+int stats_by_task(struct pgtrace_reader *r, const char *path, bool json)
 {
 	struct by_task *b = by_task_new();
-	struct pt_analysis_params ap = { .event = by_task_event, .change = by_task_change,
+	struct pgtrace_analysis_params ap = { .event = by_task_event, .change = by_task_change,
 					 .arg = b };
-	struct pt_analysis a = { 0 };
+	struct pgtrace_analysis a = { 0 };
 	struct task_stats *list;
 	size_t i, n = 0;
 	int ret;
@@ -289,7 +289,7 @@ int stats_by_task(struct pt_reader *r, const char *path, bool json)
 		fprintf(stderr, "pagetrace: %s: out of memory\n", path);
 		return -ENOMEM;
 	}
-	ret = pt_analysis_collect(r, &a, &ap);
+	ret = pgtrace_analysis_collect(r, &a, &ap);
 	if (ret < 0) {
 		trace_error(path, r, ret);
 		goto out;
@@ -314,7 +314,7 @@ int stats_by_task(struct pt_reader *r, const char *path, bool json)
 			       t->events[1], t->events[2], t->events[3],
 			       t->pages[1], t->pages[2], t->pages[3], t->in_use);
 		}
-		printf("], \"names_dropped\": %" PRIu64 "}\n", pt_reader_names_dropped(r));
+		printf("], \"names_dropped\": %" PRIu64 "}\n", pgtrace_reader_names_dropped(r));
 	} else {
 		printf("%8s %-16s %10s %10s %10s %10s %10s %10s %10s\n", "tgid", "comm",
 		       "alloc", "alloc_pg", "free", "free_pg", "reclaim", "reclm_pg",
@@ -331,7 +331,7 @@ int stats_by_task(struct pt_reader *r, const char *path, bool json)
 	}
 	free(list);
 out:
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	by_task_free(b);
 	return ret;
 }

@@ -29,9 +29,9 @@ int symbolize_file(const char *path, const char *kallsyms, bool from_record);
  * record; prints why not unless @quiet.  0 with *@out set, or -errno.
  */
 int open_kallsyms(const char *path, const struct pagetrace_rec_stacks *st,
-		  struct pt_kallsyms **out, bool quiet);
+		  struct pgtrace_kallsyms **out, bool quiet);
 /* stats --by task (bytask.c): print per-process totals; 0 or -errno. */
-int stats_by_task(struct pt_reader *r, const char *path, bool json);
+int stats_by_task(struct pgtrace_reader *r, const char *path, bool json);
 
 /*
  * Per-process totals (bytask.c), collected by an analysis run with
@@ -40,30 +40,30 @@ int stats_by_task(struct pt_reader *r, const char *path, bool json);
  */
 struct task_stats {
 	int64_t		tgid;
-	uint64_t	events[4];	/* by PT_EV_* */
+	uint64_t	events[4];	/* by PGTRACE_EV_* */
 	uint64_t	pages[4];
 	uint64_t	in_use;		/* pages it allocated still in use */
 	bool		used;
 };
 struct by_task;
 struct by_task *by_task_new(void);
-int by_task_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg);
+int by_task_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a, void *arg);
 void by_task_change(uint64_t time_ns, uint64_t pfn, uint64_t npages, int sign,
 		    unsigned int order, void *arg);
 /* The tasks, most pages allocated first: malloc'ed, *n entries; NULL if no memory. */
 struct task_stats *by_task_list(const struct by_task *b, size_t *n);
 void by_task_free(struct by_task *b);
 /* A task's name for tables: its comm, "[kernel]", "[unknown]" or "?". */
-const char *task_name(const struct pt_reader *r, int64_t tgid);
+const char *task_name(const struct pgtrace_reader *r, int64_t tgid);
 
 /*
  * Open FILE ("-" is stdin) and read its header.  On failure prints
  * "pagetrace: FILE: why" and returns NULL; *fd is closed then.
  */
-struct pt_reader *open_trace(const char *path, unsigned int flags, int *fd);
-void close_trace(struct pt_reader *r, int fd);
+struct pgtrace_reader *open_trace(const char *path, unsigned int flags, int *fd);
+void close_trace(struct pgtrace_reader *r, int fd);
 /* Report a reader error the way every subcommand does. */
-void trace_error(const char *path, struct pt_reader *r, int err);
+void trace_error(const char *path, struct pgtrace_reader *r, int err);
 /*
  * Print @s to stdout as a JSON string, quotes included.  Task names are
  * bytes, not necessarily UTF-8: a byte outside printable ASCII becomes

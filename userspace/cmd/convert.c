@@ -36,22 +36,22 @@ static void convert_usage(FILE *f)
 		   "                        (default 32)\n");
 }
 
-static int to_csv(struct pt_reader *r, FILE *out)
+static int to_csv(struct pgtrace_reader *r, FILE *out)
 {
-	const struct pagetrace_header *h = pt_reader_header(r);
-	struct pt_event evs[256];
+	const struct pagetrace_header *h = pgtrace_reader_header(r);
+	struct pgtrace_event evs[256];
 	int ret;
 
 	fprintf(out, "time_ns,rel_ns,cpu,type,pfn,addr,npages,snapshot,offset\n");
-	while ((ret = pt_reader_next_batch(r, evs, 256)) > 0) {
+	while ((ret = pgtrace_reader_next_batch(r, evs, 256)) > 0) {
 		for (int i = 0; i < ret; i++) {
-			const struct pt_event *e = &evs[i];
+			const struct pgtrace_event *e = &evs[i];
 
 			fprintf(out, "%" PRIu64 ",%" PRId64 ",%d,%s,%" PRIu64 ",0x%" PRIx64
 				",%" PRIu64 ",%d,%" PRIu64 "\n", e->time_ns,
 				(int64_t)(e->time_ns - h->start_ns),
-				e->cpu == PT_CPU_NONE ? -1 : (int)e->cpu,
-				pt_event_type_name(e->type), e->pfn, e->pfn << h->page_shift,
+				e->cpu == PGTRACE_CPU_NONE ? -1 : (int)e->cpu,
+				pgtrace_event_type_name(e->type), e->pfn, e->pfn << h->page_shift,
 				e->npages, !!(e->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT),
 				e->offset);
 		}
@@ -83,7 +83,7 @@ static void put_ts(struct perfetto *p, uint64_t ns)
 	fprintf(p->out, "%" PRIu64 ".%03" PRIu64, d / 1000, d % 1000);
 }
 
-static void zone_name(const struct pt_analysis *a, unsigned int i, char *buf, size_t n)
+static void zone_name(const struct pgtrace_analysis *a, unsigned int i, char *buf, size_t n)
 {
 	if (i < a->nr_zones)
 		snprintf(buf, n, "node%u %s", a->zones[i].node, a->zones[i].name);
@@ -91,7 +91,7 @@ static void zone_name(const struct pt_analysis *a, unsigned int i, char *buf, si
 		snprintf(buf, n, "outside zones");
 }
 
-static void sample(struct perfetto *p, const struct pt_analysis *a, uint64_t t, bool all)
+static void sample(struct perfetto *p, const struct pgtrace_analysis *a, uint64_t t, bool all)
 {
 	char name[64];
 
@@ -139,13 +139,13 @@ static void end_burst(struct perfetto *p)
 	p->burst_events = p->burst_pages = 0;
 }
 
-static int perfetto_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg)
+static int perfetto_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a, void *arg)
 {
 	struct perfetto *p = arg;
 
 	if (ev->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT)
 		return 0;
-	if (ev->type == PT_EV_RECLAIM) {
+	if (ev->type == PGTRACE_EV_RECLAIM) {
 		if (p->burst_events && ev->time_ns - p->burst_end > p->burst_gap_ns)
 			end_burst(p);
 		if (!p->burst_events)
@@ -162,17 +162,17 @@ static int perfetto_event(const struct pt_event *ev, const struct pt_analysis *a
 	return 0;
 }
 
-static int to_perfetto(struct pt_reader *r, FILE *out, struct perfetto *p, const char *path)
+static int to_perfetto(struct pgtrace_reader *r, FILE *out, struct perfetto *p, const char *path)
 {
-	const struct pagetrace_header *h = pt_reader_header(r);
-	struct pt_analysis_params ap = { .event = perfetto_event, .arg = p };
-	struct pt_analysis a;
-	const struct pt_zone *z;
+	const struct pagetrace_header *h = pgtrace_reader_header(r);
+	struct pgtrace_analysis_params ap = { .event = perfetto_event, .arg = p };
+	struct pgtrace_analysis a;
+	const struct pgtrace_zone *z;
 	int ret;
 
 	p->out = out;
 	p->start_ns = h->start_ns;
-	p->nr_tracks = pt_reader_zones(r, &z) + 1 + PT_LIFE_ORDERS;
+	p->nr_tracks = pgtrace_reader_zones(r, &z) + 1 + PGTRACE_LIFE_ORDERS;
 	p->last = calloc(p->nr_tracks, sizeof(*p->last));
 	if (!p->last)
 		return -ENOMEM;
@@ -182,15 +182,15 @@ static int to_perfetto(struct pt_reader *r, FILE *out, struct perfetto *p, const
 			(unsigned char)*c);
 	fprintf(out, "\", \"release\": \"%s\", \"page_shift\": %u, \"start_ns\": %llu},\n"
 		"\"traceEvents\": [\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1,"
-		" \"args\": {\"name\": \"pagetrace\"}}", pt_reader_release(r), h->page_shift,
+		" \"args\": {\"name\": \"pagetrace\"}}", pgtrace_reader_kernel_release(r), h->page_shift,
 		(unsigned long long)h->start_ns);
-	ret = pt_analysis_collect(r, &a, &ap);
+	ret = pgtrace_analysis_collect(r, &a, &ap);
 	end_burst(p);
 	/* The state at the end, every track, so each one ends where it should. */
 	if (a.stats.events)
 		sample(p, &a, a.stats.last_ns, true);
 	fprintf(out, "\n]}\n");
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	free(p->last);
 	return ret;
 }
@@ -212,7 +212,7 @@ int cmd_convert(int argc, char **argv)
 	};
 	const char *path, *outpath = NULL;
 	unsigned int flags = 0;
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	int c, fd, ret, to = TO_NONE;
 	FILE *out = stdout;
 	char *end;
@@ -243,7 +243,7 @@ int cmd_convert(int argc, char **argv)
 			outpath = optarg;
 			break;
 		case 'g':
-			flags |= PT_READER_GO;
+			flags |= PGTRACE_READER_GO;
 			break;
 		case 'i':
 			p.interval_ns = v * 1000;

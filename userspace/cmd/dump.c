@@ -28,9 +28,9 @@ static void dump_usage(FILE *f)
  * one), its last name so far (empty if none), bytes outside 0x21..0x7e
  * and the backslash as \xHH, so that the line splits on spaces.
  */
-static void print_task(const struct pt_reader *r, int64_t task)
+static void print_task(const struct pgtrace_reader *r, int64_t task)
 {
-	const char *n = pt_reader_task_name(r, task);
+	const char *n = pgtrace_reader_task_name(r, task);
 
 	printf(" tgid=%" PRId64 " comm=", task);
 	for (const unsigned char *c = (const unsigned char *)(n ? n : ""); *c; c++) {
@@ -42,16 +42,16 @@ static void print_task(const struct pt_reader *r, int64_t task)
 }
 
 /* Where names come from: a first pass over the file (symbols come last). */
-static struct pt_reader *sym_src;
+static struct pgtrace_reader *sym_src;
 
 /*
  * The frames of stack @id, innermost first, with the names of the trace's
  * symbol chunks (for stdin, only those read so far).
  */
-static void print_stack(const struct pt_reader *r, uint32_t id)
+static void print_stack(const struct pgtrace_reader *r, uint32_t id)
 {
 	const uint64_t *frames;
-	int cut, depth = pt_reader_stack(r, id, &frames, &cut);
+	int cut, depth = pgtrace_reader_stack(r, id, &frames, &cut);
 
 	if (depth < 0) {
 		printf("#   (stack not known)\n");
@@ -59,7 +59,7 @@ static void print_stack(const struct pt_reader *r, uint32_t id)
 	}
 	for (int i = 0; i < depth; i++) {
 		uint64_t off;
-		const char *name = pt_reader_symbol(sym_src ? sym_src : r, frames[i], &off);
+		const char *name = pgtrace_reader_symbol(sym_src ? sym_src : r, frames[i], &off);
 
 		if (name)
 			printf("#   0x%016" PRIx64 " %s+0x%" PRIx64 "\n", frames[i], name, off);
@@ -70,13 +70,13 @@ static void print_stack(const struct pt_reader *r, uint32_t id)
 		printf("#   (cut at max_depth)\n");
 }
 
-static int print_chunk(const struct pt_chunk *c, void *arg)
+static int print_chunk(const struct pgtrace_chunk *c, void *arg)
 {
 	(void)arg;
 	if (arg) {
 		/* Go: a P's buffer, its length not known until the next one. */
 		printf("# buffer offset=%" PRIu64 " p=%d seq=%" PRIu64 "\n", c->offset,
-		       c->cpu == PT_CPU_NONE ? -1 : (int)c->cpu, c->seq);
+		       c->cpu == PGTRACE_CPU_NONE ? -1 : (int)c->cpu, c->seq);
 		return 0;
 	}
 	printf("# chunk offset=%" PRIu64 " cpu=%u seq=%" PRIu64 " flags=0x%x nr_words=%u"
@@ -85,19 +85,19 @@ static int print_chunk(const struct pt_chunk *c, void *arg)
 	return 0;
 }
 
-static void print_header(struct pt_reader *r)
+static void print_header(struct pgtrace_reader *r)
 {
-	const struct pagetrace_header *h = pt_reader_header(r);
-	const struct pt_session *s = pt_reader_session(r);
-	const struct pt_zone *z;
-	unsigned int nz = pt_reader_zones(r, &z);
+	const struct pagetrace_header *h = pgtrace_reader_header(r);
+	const struct pgtrace_session *s = pgtrace_reader_session(r);
+	const struct pgtrace_zone *z;
+	unsigned int nz = pgtrace_reader_zones(r, &z);
 
 	printf("# pagetrace v%u header_size=%u nr_cpus=%u page_shift=%u chunk_size=%u"
 	       " flags=0x%x start_ns=%llu start_mono_ns=%llu start_real_ns=%llu\n",
 	       h->version, h->header_size, h->nr_cpus, h->page_shift, h->chunk_size,
 	       h->flags, (unsigned long long)h->start_ns,
 	       (unsigned long long)h->start_mono_ns, (unsigned long long)h->start_real_ns);
-	printf("# release %s\n", pt_reader_release(r));
+	printf("# release %s\n", pgtrace_reader_kernel_release(r));
 	for (unsigned int i = 0; i < nz; i++)
 		printf("# zone node=%u zone=%u name=%s pfn=0x%" PRIx64 "-0x%" PRIx64
 		       " present_pages=%" PRIu64 "\n", z[i].node, z[i].zone, z[i].name,
@@ -118,8 +118,8 @@ int cmd_dump(int argc, char **argv)
 		{ }
 	};
 	static char obuf[1 << 16];
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	bool verbose = false, go = false, tasks = false, stacks = false;
 	const char *path;
 	uint64_t start;
@@ -154,45 +154,45 @@ int cmd_dump(int argc, char **argv)
 	path = argv[optind];
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 
-	r = open_trace(path, (verbose ? PT_READER_TASKS : 0) | (go ? PT_READER_GO : 0), &fd);
+	r = open_trace(path, (verbose ? PGTRACE_READER_TASKS : 0) | (go ? PGTRACE_READER_GO : 0), &fd);
 	if (!r)
 		return EXIT_TRACE;
 	if (stacks && strcmp(path, "-")) {
-		struct pt_cevent ce[256];
-		const struct pt_chunk *ch;
+		struct pgtrace_compact_event ce[256];
+		const struct pgtrace_chunk *ch;
 
 		sym_src = open_trace(path, 0, &sym_fd);
 		/* An error shows again in the main pass, after the events before it. */
-		while (sym_src && pt_reader_next_run(sym_src, ce, 256, &ch) > 0)
+		while (sym_src && pgtrace_reader_next_run(sym_src, ce, 256, &ch) > 0)
 			;
 	}
-	start = pt_reader_header(r)->start_ns;
+	start = pgtrace_reader_header(r)->start_ns;
 	if (verbose && go) {
 		printf("# go page trace: page_shift 13, start_ns=%llu (first buffer)\n",
 		       (unsigned long long)start);
-		pt_reader_set_chunk_cb(r, print_chunk, &go);
+		pgtrace_reader_set_chunk_cb(r, print_chunk, &go);
 	} else if (verbose) {
 		print_header(r);
-		pt_reader_set_chunk_cb(r, print_chunk, NULL);
+		pgtrace_reader_set_chunk_cb(r, print_chunk, NULL);
 	}
-	while ((ret = pt_reader_next(r, &ev)) > 0) {
+	while ((ret = pgtrace_reader_next(r, &ev)) > 0) {
 		char t[32];
 
 		fmt_rel_time(t, ev.time_ns, start);
 		if (go)
 			printf("%15s p%-3d %-8s addr=0x%" PRIx64 " npages=%" PRIu64 "\n", t,
-			       ev.cpu == PT_CPU_NONE ? -1 : (int)ev.cpu,
-			       ev.type == PT_EV_RECLAIM ? "scavenge" : pt_event_type_name(ev.type),
+			       ev.cpu == PGTRACE_CPU_NONE ? -1 : (int)ev.cpu,
+			       ev.type == PGTRACE_EV_RECLAIM ? "scavenge" : pgtrace_event_type_name(ev.type),
 			       ev.pfn << 13, ev.npages);
-		else if (ev.type == PT_EV_TASK)
+		else if (ev.type == PGTRACE_EV_TASK)
 			printf("# task offset=%" PRIu64 " cpu=%u tgid=%" PRId64 " time=%s\n",
 			       ev.offset, ev.cpu, ev.task, t);
 		else
 			printf("%15s cpu%u %-7s pfn=0x%" PRIx64 " npages=%" PRIu64, t,
-			       ev.cpu, pt_event_type_name(ev.type), ev.pfn, ev.npages);
-		if (go || ev.type == PT_EV_TASK)
+			       ev.cpu, pgtrace_event_type_name(ev.type), ev.pfn, ev.npages);
+		if (go || ev.type == PGTRACE_EV_TASK)
 			continue;
-		if (ev.stack == PT_STACK_UNKNOWN)
+		if (ev.stack == PGTRACE_STACK_UNKNOWN)
 			printf(" stack=?");
 		else if (ev.stack)
 			printf(" stack=%u", ev.stack);
@@ -208,7 +208,7 @@ int cmd_dump(int argc, char **argv)
 		if (!ret)
 			ret = -EIO;
 	}
-	if (ret < 0 && *pt_reader_error(r))
+	if (ret < 0 && *pgtrace_reader_error(r))
 		trace_error(path, r, ret);
 	close_trace(r, fd);
 	if (sym_src)

@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("pagetrace %s (stream format v%d)\n", PT_VERSION_STRING,
+		printf("pagetrace %s (stream format v%d)\n", PGTRACE_VERSION_STRING,
 		       PAGETRACE_VERSION);
 		return 0;
 	}

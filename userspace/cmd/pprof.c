@@ -214,9 +214,9 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 struct prof {
-	struct pt_reader	*r;
+	struct pgtrace_reader	*r;
 	const struct pagetrace_rec_stacks *st;
-	struct pt_kallsyms	*k;
+	struct pgtrace_kallsyms	*k;
 	struct sample		*s;
 	size_t			ns, caps;
 	struct freed		*f;
@@ -229,10 +229,10 @@ struct prof {
 /* The name of @addr: from the trace's symbol chunks, kallsyms, or hex. */
 static const char *frame_name(const struct prof *p, uint64_t addr, char *hex)
 {
-	const char *n = pt_reader_symbol(p->r, addr, NULL);
+	const char *n = pgtrace_reader_symbol(p->r, addr, NULL);
 
 	if (!n && p->k)
-		n = pt_kallsyms_lookup(p->k, addr, NULL);
+		n = pgtrace_kallsyms_lookup(p->k, addr, NULL);
 	if (n)
 		return n;
 	snprintf(hex, 24, "0x%016" PRIx64, addr);
@@ -241,10 +241,10 @@ static const char *frame_name(const struct prof *p, uint64_t addr, char *hex)
 
 static int pass1(struct prof *p)
 {
-	struct pt_event evs[256];
+	struct pgtrace_event evs[256];
 	int n;
 
-	while ((n = pt_reader_next_batch(p->r, evs, 256)) > 0) {
+	while ((n = pgtrace_reader_next_batch(p->r, evs, 256)) > 0) {
 		for (int i = 0; i < n; i++) {
 			struct sample *s;
 
@@ -275,23 +275,23 @@ static int pass1(struct prof *p)
 }
 
 /* Frees and reclaims after a sampled allocation that cover its pages. */
-static int pass2(struct prof *p, struct pt_reader *r)
+static int pass2(struct prof *p, struct pgtrace_reader *r)
 {
-	struct pt_event evs[256];
+	struct pgtrace_event evs[256];
 	uint64_t maxnp = 0;
 	int n;
 
 	for (size_t i = 0; i < p->ns; i++)
 		if (p->s[i].npages > maxnp)
 			maxnp = p->s[i].npages;
-	while ((n = pt_reader_next_batch(r, evs, 256)) > 0) {
+	while ((n = pgtrace_reader_next_batch(r, evs, 256)) > 0) {
 		for (int i = 0; i < n; i++) {
-			const struct pt_event *e = &evs[i];
+			const struct pgtrace_event *e = &evs[i];
 			uint64_t a = e->pfn, b = e->pfn + e->npages;
 			uint64_t from = a >= maxnp ? a - maxnp + 1 : 0;
 			size_t lo = 0, hi = p->ns;
 
-			if (e->type != PT_EV_FREE && e->type != PT_EV_RECLAIM)
+			if (e->type != PGTRACE_EV_FREE && e->type != PGTRACE_EV_RECLAIM)
 				continue;
 			while (lo < hi) {
 				size_t mid = lo + (hi - lo) / 2;
@@ -417,7 +417,7 @@ static int encode(struct prof *p, const struct pagetrace_header *h, struct buf *
 			v[2] += inuse ? f : 0;
 			v[3] += f * inuse;
 		}
-		depth = pt_reader_stack(p->r, stack, &frames, NULL);
+		depth = pgtrace_reader_stack(p->r, stack, &frames, NULL);
 		if (depth > 0)
 			for (int j = 0; j < depth; j++)
 				pb_varint(&pk, loc_id(p, frames[j]));
@@ -526,7 +526,7 @@ static int encode(struct prof *p, const struct pagetrace_header *h, struct buf *
 		char c[160];
 
 		snprintf(c, sizeof(c), "pagetrace: kernel %s, 1 allocation sampled per %" PRIu64
-			 " pages; values estimate all pages", pt_reader_release(p->r), rate);
+			 " pages; values estimate all pages", pgtrace_reader_kernel_release(p->r), rate);
 		pb_uint(out, 13, intern(&t, c));
 	}
 	pb_uint(out, 14, intern(&t, "alloc_pages"));
@@ -608,11 +608,11 @@ static int pick_kallsyms(struct prof *p, const char *kallsyms)
 {
 	struct utsname u;
 
-	if (pt_reader_counters(p->r)->symbols)
+	if (pgtrace_reader_counters(p->r)->symbols)
 		return 0;
 	if (kallsyms)
 		return open_kallsyms(kallsyms, p->st, &p->k, false) ? -1 : 0;
-	if (!uname(&u) && !strcmp(u.release, pt_reader_release(p->r)) &&
+	if (!uname(&u) && !strcmp(u.release, pgtrace_reader_kernel_release(p->r)) &&
 	    !open_kallsyms("/proc/kallsyms", p->st, &p->k, true))
 		return 0;
 	fprintf(stderr, "pagetrace: the trace has no symbols (pagetrace symbolize): "
@@ -631,7 +631,7 @@ int cmd_pprof(int argc, char **argv)
 	const char *path, *outpath = NULL, *kallsyms = NULL;
 	struct buf pb = { 0 }, gz = { 0 };
 	struct prof p = { 0 };
-	struct pt_reader *r2 = NULL;
+	struct pgtrace_reader *r2 = NULL;
 	int c, fd, fd2 = -1, ofd, ret = EXIT_TRACE, err;
 
 	while ((c = getopt_long(argc, argv, "o:k:h", opts, NULL)) != -1) {
@@ -658,7 +658,7 @@ int cmd_pprof(int argc, char **argv)
 	p.r = open_trace(path, 0, &fd);
 	if (!p.r)
 		return EXIT_TRACE;
-	p.st = pt_reader_stacks(p.r);
+	p.st = pgtrace_reader_stacks(p.r);
 	if (!p.st) {
 		fprintf(stderr, "pagetrace: %s: the trace has no call stacks "
 			"(PAGETRACE_FLAG_STACKS)\n", path);
@@ -678,9 +678,9 @@ int cmd_pprof(int argc, char **argv)
 		trace_error(path, r2, err);
 		goto out;
 	}
-	if (pt_reader_stack_addrs(p.r, &p.addrs, &p.naddrs) || pick_kallsyms(&p, kallsyms))
+	if (pgtrace_reader_stack_addrs(p.r, &p.addrs, &p.naddrs) || pick_kallsyms(&p, kallsyms))
 		goto out;
-	if (encode(&p, pt_reader_header(p.r), &pb) || (gzip_stored(&gz, &pb), gz.oom)) {
+	if (encode(&p, pgtrace_reader_header(p.r), &pb) || (gzip_stored(&gz, &pb), gz.oom)) {
 		fprintf(stderr, "pagetrace: %s\n", strerror(ENOMEM));
 		goto out;
 	}
@@ -698,7 +698,7 @@ out:
 	free(p.s);
 	free(p.f);
 	free(p.addrs);
-	pt_kallsyms_close(p.k);
+	pgtrace_kallsyms_close(p.k);
 	close_trace(r2, fd2);
 	close_trace(p.r, fd);
 	return ret;

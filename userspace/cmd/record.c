@@ -61,7 +61,7 @@ struct rec {
 
 	/* the session */
 	int		dev;
-	struct pt_ring	*ring;
+	struct pgtrace_ring	*ring;
 	const struct pagetrace_meta *meta;
 
 	/* the output */
@@ -272,14 +272,14 @@ static int map_session(struct rec *r)
 			return -1;
 		}
 	}
-	ret = pt_ring_map(r->dev, &r->ring);
+	ret = pgtrace_ring_map(r->dev, &r->ring);
 	if (ret) {
 		fprintf(stderr, "pagetrace: cannot map " DEV ": %s%s\n", strerror(-ret),
 			ret == -ENOTTY || ret == -EPROTO ?
 			" (is the module older or newer than this tool?)" : "");
 		return -1;
 	}
-	r->meta = pt_ring_meta(r->ring);
+	r->meta = pgtrace_ring_meta(r->ring);
 	r->iov_max = IOV_MAX;
 	r->iov = calloc(r->iov_max, sizeof(*r->iov));
 	r->iov_chunk = calloc(r->iov_max, sizeof(*r->iov_chunk));
@@ -288,7 +288,7 @@ static int map_session(struct rec *r)
 		return -1;
 	}
 	/* Claim the session for the mapping (read() is refused from now on). */
-	ret = pt_ring_claim(r->ring);
+	ret = pgtrace_ring_claim(r->ring);
 	if (ret) {
 		fprintf(stderr, "pagetrace: " DEV ": %s\n", strerror(-ret));
 		return -1;
@@ -367,13 +367,13 @@ static long drain(struct rec *r)
 		return -1;
 	for (unsigned int cpu = 0; cpu < nr; cpu++) {
 		uint64_t pos;
-		int64_t avail = pt_ring_peek(r->ring, cpu, &pos);
+		int64_t avail = pgtrace_ring_peek(r->ring, cpu, &pos);
 
 		for (int64_t i = 0; i < avail; i++) {
 			const struct pagetrace_chunk *ch;
 			size_t len;
 
-			if (pt_ring_chunk(r->ring, cpu, pos + i, &ch, &len)) {
+			if (pgtrace_ring_chunk(r->ring, cpu, pos + i, &ch, &len)) {
 				fprintf(stderr, "pagetrace: cpu %u chunk %" PRIu64 " is "
 					"corrupt (more words than its buffer holds)\n",
 					cpu, pos + i);
@@ -391,12 +391,12 @@ static long drain(struct rec *r)
 			total++;
 		}
 		if (avail > 0)
-			pt_ring_advance(r->ring, cpu, avail);
+			pgtrace_ring_advance(r->ring, cpu, avail);
 	}
 	if (n && flush_iov(r, n))
 		return -1;
 	/* write() has returned: the bytes are out of the mapping. */
-	moved = pt_ring_consume(r->ring);
+	moved = pgtrace_ring_consume(r->ring);
 	if (moved < 0) {
 		fprintf(stderr, "pagetrace: giving buffers back failed: %s\n",
 			strerror((int)-moved));
@@ -470,7 +470,7 @@ static void meta_totals(const struct rec *r, struct totals *t)
 {
 	memset(t, 0, sizeof(*t));
 	for (unsigned int cpu = 0; cpu < r->meta->nr_cpus; cpu++) {
-		const struct pagetrace_meta_cpu *mc = pt_ring_cpu(r->ring, cpu);
+		const struct pagetrace_meta_cpu *mc = pgtrace_ring_cpu(r->ring, cpu);
 
 		t->events += mc->events;
 		t->lost += mc->lost;
@@ -710,7 +710,7 @@ static int write_header(struct rec *r)
 {
 	const void *snap;
 	size_t snap_len;
-	const struct pagetrace_header *h = pt_ring_header(r->ring, &snap, &snap_len);
+	const struct pagetrace_header *h = pgtrace_ring_header(r->ring, &snap, &snap_len);
 
 	if (write_all(r, h, r->meta->header_size) || write_all(r, snap, snap_len))
 		return -1;
@@ -847,7 +847,7 @@ out:
 		fprintf(stderr, "pagetrace: %s: %s\n", r.path, strerror(errno));
 		ret = EXIT_TRACE;
 	}
-	pt_ring_unmap(r.ring);
+	pgtrace_ring_unmap(r.ring);
 	if (r.dev >= 0)
 		close(r.dev);
 	free(r.iov);

@@ -90,7 +90,7 @@ static void heat_change(uint64_t t, uint64_t pfn, uint64_t npages, int sign,
 	FOR_ROWS(hm, pfn, npages, hm->live[row] += sign * (int64_t)pages);
 }
 
-static int heat_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg)
+static int heat_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a, void *arg)
 {
 	struct heat *hm = arg;
 	uint64_t col;
@@ -104,7 +104,7 @@ static int heat_event(const struct pt_event *ev, const struct pt_analysis *a, vo
 	/* Columns before this event's are done: the state at their end. */
 	while (hm->cur < col)
 		heat_snap(hm, hm->cur++);
-	if (ev->type == PT_EV_RECLAIM)
+	if (ev->type == PGTRACE_EV_RECLAIM)
 		FOR_ROWS(hm, ev->pfn, ev->npages,
 			 hm->recl[col * hm->h + row] += (uint32_t)(pages > UINT32_MAX ?
 								    UINT32_MAX : pages));
@@ -117,7 +117,7 @@ struct report_hooks {
 	struct by_task	*tasks;		/* NULL: no task records */
 };
 
-static int report_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg)
+static int report_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a, void *arg)
 {
 	struct report_hooks *h = arg;
 	int ret = heat_event(ev, a, h->hm);
@@ -136,22 +136,22 @@ static void report_change(uint64_t t, uint64_t pfn, uint64_t npages, int sign,
 }
 
 /* Pass 1: time range of the events, PFN range of zones or events. */
-static int scan(struct pt_reader *r, struct heat *hm, struct pt_stats *s)
+static int scan(struct pgtrace_reader *r, struct heat *hm, struct pgtrace_stats *s)
 {
-	const struct pt_zone *z;
-	unsigned int nz = pt_reader_zones(r, &z);
+	const struct pgtrace_zone *z;
+	unsigned int nz = pgtrace_reader_zones(r, &z);
 	uint64_t lo = UINT64_MAX, hi = 0, t0 = UINT64_MAX, t1 = 0;
-	struct pt_event evs[256];
+	struct pgtrace_event evs[256];
 	int ret;
 
-	ret = pt_stats_init(s, pt_reader_header(r)->nr_cpus);
+	ret = pgtrace_stats_init(s, pgtrace_reader_header(r)->nr_cpus);
 	if (ret)
 		return ret;
-	while ((ret = pt_reader_next_batch(r, evs, 256)) > 0) {
+	while ((ret = pgtrace_reader_next_batch(r, evs, 256)) > 0) {
 		for (int i = 0; i < ret; i++) {
-			const struct pt_event *e = &evs[i];
+			const struct pgtrace_event *e = &evs[i];
 
-			pt_stats_add_event(s, e);
+			pgtrace_stats_add_event(s, e);
 			if (e->pfn < lo)
 				lo = e->pfn;
 			if (e->pfn + e->npages > hi)
@@ -181,7 +181,7 @@ static int scan(struct pt_reader *r, struct heat *hm, struct pt_stats *s)
 		hi = 1;
 	}
 	if (t0 > t1)
-		t0 = t1 = pt_reader_header(r)->start_ns;
+		t0 = t1 = pgtrace_reader_header(r)->start_ns;
 	hm->lo = lo;
 	hm->hi = hi;
 	hm->row_pages = (hi - lo + HEAT_H - 1) / HEAT_H;
@@ -374,7 +374,7 @@ static void fig_bars(FILE *f, const char *id, const char *title, const double *v
 	svg_close(f);
 }
 
-static void fig_rate(FILE *f, const struct pt_analysis *a)
+static void fig_rate(FILE *f, const struct pgtrace_analysis *a)
 {
 	double max = 0, top, xmax, sec = a->bin_ns / 1e9;
 	unsigned int n = a->nr_bins;
@@ -400,18 +400,18 @@ static void fig_rate(FILE *f, const struct pt_analysis *a)
 		fprintf(f, "\"/>\n<text x=\"%d\" y=\"%d\" fill=\"%s\" class=\"lg\">%s</text>\n",
 			ML + 10 + 90 * (t - 1), MT + 12, type_color[t],
 			t == 3 && !a->nr_zones && a->stats.by_type[3] ? "scavenge/reclaim" :
-			pt_event_type_name(t));
+			pgtrace_event_type_name(t));
 	}
 	svg_close(f);
 }
 
-static void fig_orders(FILE *f, const struct pt_stats *s)
+static void fig_orders(FILE *f, const struct pgtrace_stats *s)
 {
-	double v[PT_STATS_MAX_ORDER + 2];
-	char *lab[PT_STATS_MAX_ORDER + 2], buf[PT_STATS_MAX_ORDER + 2][16];
+	double v[PGTRACE_STATS_MAX_ORDER + 2];
+	char *lab[PGTRACE_STATS_MAX_ORDER + 2], buf[PGTRACE_STATS_MAX_ORDER + 2][16];
 	unsigned int n = 11;
 
-	for (unsigned int o = 11; o <= PT_STATS_MAX_ORDER; o++)
+	for (unsigned int o = 11; o <= PGTRACE_STATS_MAX_ORDER; o++)
 		if (s->by_order[o])
 			n = o + 1;
 	for (unsigned int o = 0; o < n; o++) {
@@ -426,7 +426,7 @@ static void fig_orders(FILE *f, const struct pt_stats *s)
 		 "#1f77b4", "order", "events", NULL);
 }
 
-static void fig_lifetime(FILE *f, const struct pt_analysis *a)
+static void fig_lifetime(FILE *f, const struct pgtrace_analysis *a)
 {
 	/* Power-of-two ns bins from 128 ns (2^7) to 2^45 ns (~10 h). */
 	enum { LO = 7, HI = 46 };
@@ -435,8 +435,8 @@ static void fig_lifetime(FILE *f, const struct pt_analysis *a)
 	unsigned int first = HI - LO, last = 0;
 
 	memset(v, 0, sizeof(v));
-	for (unsigned int b = 0; b < PT_LIFE_BUCKETS; b++) {
-		uint64_t ns = pt_life_bucket_ns(b);
+	for (unsigned int b = 0; b < PGTRACE_LIFE_BUCKETS; b++) {
+		uint64_t ns = pgtrace_life_bucket_ns(b);
 		int k = ns ? 63 - __builtin_clzll(ns) : LO;
 
 		if (k < LO)
@@ -470,7 +470,7 @@ static void fig_lifetime(FILE *f, const struct pt_analysis *a)
 		 "blocks", NULL);
 }
 
-static void fig_cpus(FILE *f, const struct pt_stats *s, bool go)
+static void fig_cpus(FILE *f, const struct pgtrace_stats *s, bool go)
 {
 	unsigned int n = s->nr_cpus + (s->no_cpu.chunks ? 1 : 0);
 	double *v = calloc(n + 1, sizeof(*v)), *red = calloc(n + 1, sizeof(*red));
@@ -479,7 +479,7 @@ static void fig_cpus(FILE *f, const struct pt_stats *s, bool go)
 	if (!v || !red || !lab || !buf)
 		goto out;
 	for (unsigned int i = 0; i < n; i++) {
-		const struct pt_cpu_stats *c = i < s->nr_cpus ? &s->cpus[i] : &s->no_cpu;
+		const struct pgtrace_cpu_stats *c = i < s->nr_cpus ? &s->cpus[i] : &s->no_cpu;
 
 		v[i] = (double)c->events;
 		red[i] = (double)c->lost;
@@ -499,7 +499,7 @@ out:
 	free(buf);
 }
 
-static void fig_heatmap(FILE *f, const struct heat *hm, const struct pt_analysis *a,
+static void fig_heatmap(FILE *f, const struct heat *hm, const struct pgtrace_analysis *a,
 			const struct pagetrace_header *h)
 {
 	int ih = 400, fh = MT + ih + MB;
@@ -514,7 +514,7 @@ static void fig_heatmap(FILE *f, const struct heat *hm, const struct pt_analysis
 	fprintf(f, "\"/>\n<path class=\"axis\" d=\"M%d %dV%dH%d\"/>\n", ML, MT, MT + ih, ML + PW);
 	/* Zone boundaries and names on the PFN axis. */
 	for (unsigned int i = 0; i < a->nr_zones; i++) {
-		const struct pt_zone *z = &a->zones[i];
+		const struct pgtrace_zone *z = &a->zones[i];
 		double y = MT + ih - (double)(z->start_pfn - hm->lo) / (hm->hi - hm->lo) * ih;
 
 		/* Names above the line, first PFNs below, inside the plot. */
@@ -559,17 +559,17 @@ static void html_escape(FILE *f, const char *s)
 	}
 }
 
-static void summary(FILE *f, const char *path, const struct pt_reader *r,
-		    const struct pt_analysis *a)
+static void summary(FILE *f, const char *path, const struct pgtrace_reader *r,
+		    const struct pgtrace_analysis *a)
 {
-	const struct pagetrace_header *h = pt_reader_header(r);
-	const struct pt_stats *s = &a->stats;
+	const struct pagetrace_header *h = pgtrace_reader_header(r);
+	const struct pgtrace_stats *s = &a->stats;
 	char t[32];
 
 	fprintf(f, "<table class=\"sum\">\n<tr><th>trace</th><td>");
 	html_escape(f, path);
 	fprintf(f, "%s</td></tr>\n<tr><th>kernel</th><td>", h->header_size ? "" : " (Go runtime page trace)");
-	html_escape(f, pt_reader_release(r));
+	html_escape(f, pgtrace_reader_kernel_release(r));
 	fmt_rel_time(t, s->last_ns, s->first_ns);
 	fprintf(f, "</td></tr>\n<tr><th>events</th><td>%" PRIu64 " (alloc %" PRIu64 ", free %"
 		PRIu64 ", %s %" PRIu64 ") over %s s</td></tr>\n", s->events, s->by_type[1],
@@ -580,20 +580,20 @@ static void summary(FILE *f, const char *path, const struct pt_reader *r,
 		a->peak_in_use ? t : "0", a->in_use, a->snapshot_pages);
 	fprintf(f, "<tr><th>lifetimes</th><td>%" PRIu64 " measured: p50 %.3g ms, p90 %.3g ms,"
 		" p99 %.3g ms</td></tr>\n", a->life_all.count,
-		pt_life_percentile(&a->life_all, 50) / 1e6,
-		pt_life_percentile(&a->life_all, 90) / 1e6,
-		pt_life_percentile(&a->life_all, 99) / 1e6);
+		pgtrace_life_percentile(&a->life_all, 50) / 1e6,
+		pgtrace_life_percentile(&a->life_all, 90) / 1e6,
+		pgtrace_life_percentile(&a->life_all, 99) / 1e6);
 	fprintf(f, "<tr><th>lost</th><td>%" PRIu64 " events in %u chunks listed; %" PRIu64
 		" chunks missing</td></tr>\n", s->lost, a->nr_lost_sites, s->missing_chunks);
 	fprintf(f, "<tr><th>unmatched</th><td>%" PRIu64 " frees, %" PRIu64
 		" reclaims of pages not known allocated</td></tr>\n</table>\n",
-		a->unmatched_events[PT_EV_FREE], a->unmatched_events[PT_EV_RECLAIM]);
+		a->unmatched_events[PGTRACE_EV_FREE], a->unmatched_events[PGTRACE_EV_RECLAIM]);
 }
 
 #define TASK_ROWS	25
 
 /* The processes that allocated most, and the rest summed up in one row. */
-static void table_tasks(FILE *f, const struct pt_reader *r, const struct by_task *b)
+static void table_tasks(FILE *f, const struct pgtrace_reader *r, const struct by_task *b)
 {
 	struct task_stats *list, rest = { 0 };
 	size_t n, i;
@@ -623,15 +623,15 @@ static void table_tasks(FILE *f, const struct pt_reader *r, const struct by_task
 		html_escape(f, task_name(r, t->tgid));
 		fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64
 			"</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
-			t->pages[PT_EV_ALLOC], t->pages[PT_EV_FREE], t->pages[PT_EV_RECLAIM],
-			t->in_use, t->events[PT_EV_ALLOC]);
+			t->pages[PGTRACE_EV_ALLOC], t->pages[PGTRACE_EV_FREE], t->pages[PGTRACE_EV_RECLAIM],
+			t->in_use, t->events[PGTRACE_EV_ALLOC]);
 	}
 	if (n > TASK_ROWS)
 		fprintf(f, "<tr><td></td><td>%zu more</td><td>%" PRIu64 "</td><td>%" PRIu64
 			"</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64
-			"</td></tr>\n", n - TASK_ROWS, rest.pages[PT_EV_ALLOC],
-			rest.pages[PT_EV_FREE], rest.pages[PT_EV_RECLAIM], rest.in_use,
-			rest.events[PT_EV_ALLOC]);
+			"</td></tr>\n", n - TASK_ROWS, rest.pages[PGTRACE_EV_ALLOC],
+			rest.pages[PGTRACE_EV_FREE], rest.pages[PGTRACE_EV_RECLAIM], rest.in_use,
+			rest.events[PGTRACE_EV_ALLOC]);
 	fprintf(f, "</table>\n");
 	free(list);
 }
@@ -656,14 +656,14 @@ int cmd_report(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
-	struct pt_analysis_params ap = { .event = report_event, .change = report_change };
+	struct pgtrace_analysis_params ap = { .event = report_event, .change = report_change };
 	const char *path = NULL, *outpath = NULL;
 	struct heat hm = { 0 };
 	struct report_hooks hooks = { .hm = &hm };
-	struct pt_analysis a = { 0 };
-	struct pt_stats s = { 0 };
+	struct pgtrace_analysis a = { 0 };
+	struct pgtrace_stats s = { 0 };
 	unsigned int flags = 0;
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	int c, fd, ret;
 	FILE *f;
 
@@ -673,7 +673,7 @@ int cmd_report(int argc, char **argv)
 			outpath = optarg;
 			break;
 		case 'g':
-			flags |= PT_READER_GO;
+			flags |= PGTRACE_READER_GO;
 			break;
 		case 'h':
 			printf("usage: pagetrace report [--go] FILE -o OUT.html\n");
@@ -696,7 +696,7 @@ int cmd_report(int argc, char **argv)
 	if (!r)
 		return EXIT_TRACE;
 	ret = scan(r, &hm, &s);
-	pt_stats_free(&s);
+	pgtrace_stats_free(&s);
 	if (ret)
 		trace_error(path, r, ret);
 	close_trace(r, fd);
@@ -707,7 +707,7 @@ int cmd_report(int argc, char **argv)
 		ret = -EIO;
 		goto out;
 	}
-	if (pt_reader_header(r)->flags & PAGETRACE_FLAG_TASKS) {
+	if (pgtrace_reader_header(r)->flags & PAGETRACE_FLAG_TASKS) {
 		hooks.tasks = by_task_new();
 		if (!hooks.tasks) {
 			fprintf(stderr, "pagetrace: %s: out of memory\n", path);
@@ -717,7 +717,7 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	ap.arg = &hooks;
-	ret = pt_analysis_collect(r, &a, &ap);
+	ret = pgtrace_analysis_collect(r, &a, &ap);
 	if (ret) {
 		trace_error(path, r, ret);
 		close_trace(r, fd);
@@ -736,11 +736,11 @@ int cmd_report(int argc, char **argv)
 		"<title>pagetrace report</title><style>%s</style></head><body>\n"
 		"<h1>pagetrace report</h1>\n", css);
 	summary(f, path, r, &a);
-	fig_heatmap(f, &hm, &a, pt_reader_header(r));
+	fig_heatmap(f, &hm, &a, pgtrace_reader_header(r));
 	fig_rate(f, &a);
 	fig_orders(f, &a.stats);
 	fig_lifetime(f, &a);
-	fig_cpus(f, &a.stats, !pt_reader_header(r)->header_size);
+	fig_cpus(f, &a.stats, !pgtrace_reader_header(r)->header_size);
 	if (hooks.tasks)
 		table_tasks(f, r, hooks.tasks);
 	fprintf(f, "</body></html>\n");
@@ -751,7 +751,7 @@ int cmd_report(int argc, char **argv)
 	}
 	fclose(f);
 out:
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	by_task_free(hooks.tasks);
 	free(hm.live);
 	free(hm.cap);

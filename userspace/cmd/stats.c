@@ -90,13 +90,13 @@ static void stats_usage(FILE *f)
 
 static const char *const type_keys[] = { NULL, "alloc", "free", "reclaim" };
 
-static void print_life_json(const char *key, const struct pt_life_hist *l)
+static void print_life_json(const char *key, const struct pgtrace_life_hist *l)
 {
 	printf("\"%s\": {\"count\": %" PRIu64 ", \"min_ns\": %" PRIu64
 	       ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64
 	       ", \"max_ns\": %" PRIu64 ", \"mean_ns\": %" PRIu64 "}", key, l->count,
-	       l->min_ns, pt_life_percentile(l, 50), pt_life_percentile(l, 90),
-	       pt_life_percentile(l, 99), l->max_ns, l->count ? l->sum_ns / l->count : 0);
+	       l->min_ns, pgtrace_life_percentile(l, 50), pgtrace_life_percentile(l, 90),
+	       pgtrace_life_percentile(l, 99), l->max_ns, l->count ? l->sum_ns / l->count : 0);
 }
 
 static void print_type_obj(const uint64_t *v)
@@ -107,7 +107,7 @@ static void print_type_obj(const uint64_t *v)
 	printf("}");
 }
 
-static void print_zone_json(const struct pt_zone_stats *zs)
+static void print_zone_json(const struct pgtrace_zone_stats *zs)
 {
 	printf("\"events\": ");
 	print_type_obj(zs->events);
@@ -117,9 +117,9 @@ static void print_zone_json(const struct pt_zone_stats *zs)
 	       zs->in_use, zs->peak_in_use);
 }
 
-/* The keys added with the analysis, after those of struct pt_stats. */
+/* The keys added with the analysis, after those of struct pgtrace_stats. */
 static void print_analysis_json(const struct pagetrace_header *h,
-				const struct pt_analysis *a)
+				const struct pgtrace_analysis *a)
 {
 	char key[16];
 
@@ -127,7 +127,7 @@ static void print_analysis_json(const struct pagetrace_header *h,
 	       a->stats.no_cpu.events, a->stats.no_cpu.chunks);
 	printf(", \"zones\": [");
 	for (unsigned int i = 0; i < a->nr_zones; i++) {
-		const struct pt_zone *z = &a->zones[i];
+		const struct pgtrace_zone *z = &a->zones[i];
 
 		printf("%s{\"node\": %u, \"zone\": %u, \"name\": \"", i ? ", " : "",
 		       z->node, z->zone);
@@ -143,14 +143,14 @@ static void print_analysis_json(const struct pagetrace_header *h,
 	printf(", \"rate\": {\"origin_ns\": %" PRIu64 ", \"bin_ns\": %" PRIu64
 	       ", \"bins\": [", a->origin_ns, a->bin_ns);
 	for (unsigned int i = 0; i < a->nr_bins; i++) {
-		const struct pt_rate_bin *b = &a->bins[i];
+		const struct pgtrace_rate_bin *b = &a->bins[i];
 
 		printf("%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 "]", i ? ", " : "",
 		       b->events[1], b->events[2], b->events[3], b->lost);
 	}
 	printf("]}, \"lost_sites\": [");
 	for (unsigned int i = 0; i < a->nr_lost_sites; i++) {
-		const struct pt_lost_site *l = &a->lost_sites[i];
+		const struct pgtrace_lost_site *l = &a->lost_sites[i];
 
 		printf("%s{\"offset\": %" PRIu64 ", \"cpu\": %u, \"time_ns\": %" PRId64
 		       ", \"lost\": %" PRIu64 "}", i ? ", " : "", l->offset, l->cpu,
@@ -158,7 +158,7 @@ static void print_analysis_json(const struct pagetrace_header *h,
 	}
 	printf("], \"lifetimes\": {");
 	print_life_json("all", &a->life_all);
-	for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++) {
+	for (unsigned int o = 0; o < PGTRACE_LIFE_ORDERS; o++) {
 		if (!a->life[o].count)
 			continue;
 		snprintf(key, sizeof(key), "%u", o);
@@ -174,17 +174,17 @@ static void print_analysis_json(const struct pagetrace_header *h,
 	printf(", \"unmatched\": {\"free\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64
 	       "}, \"reclaim\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64
 	       "}}, \"realloc_events\": %" PRIu64 ", \"late_events\": %" PRIu64,
-	       a->unmatched_events[PT_EV_FREE], a->unmatched_pages[PT_EV_FREE],
-	       a->unmatched_events[PT_EV_RECLAIM], a->unmatched_pages[PT_EV_RECLAIM],
+	       a->unmatched_events[PGTRACE_EV_FREE], a->unmatched_pages[PGTRACE_EV_FREE],
+	       a->unmatched_events[PGTRACE_EV_RECLAIM], a->unmatched_pages[PGTRACE_EV_RECLAIM],
 	       a->realloc_events, a->late_events);
 }
 
-static void print_stacks_filter(const struct pt_reader *r, bool json);
+static void print_stacks_filter(const struct pgtrace_reader *r, bool json);
 
-static void print_json(const struct pagetrace_header *h, const struct pt_analysis *a,
-		       bool quick, const struct pt_reader *r)
+static void print_json(const struct pagetrace_header *h, const struct pgtrace_analysis *a,
+		       bool quick, const struct pgtrace_reader *r)
 {
-	const struct pt_stats *s = &a->stats;
+	const struct pgtrace_stats *s = &a->stats;
 	int64_t first = s->events ? (int64_t)(s->first_ns - h->start_ns) : 0;
 	int64_t last = s->events ? (int64_t)(s->last_ns - h->start_ns) : 0;
 	const char *sep = "";
@@ -198,7 +198,7 @@ static void print_json(const struct pagetrace_header *h, const struct pt_analysi
 		printf("%s\"%s\": %" PRIu64, t > 1 ? ", " : "", type_keys[t],
 		       s->pages_by_type[t]);
 	printf("}, \"orders\": {");
-	for (int o = 0; o <= PT_STATS_MAX_ORDER; o++) {
+	for (int o = 0; o <= PGTRACE_STATS_MAX_ORDER; o++) {
 		if (o > ORDERS_ALWAYS && !s->by_order[o])
 			continue;
 		printf("%s\"%d\": %" PRIu64, sep, o, s->by_order[o]);
@@ -212,7 +212,7 @@ static void print_json(const struct pagetrace_header *h, const struct pt_analysi
 	       s->other_order, s->chunks, s->snapshot_chunks, s->lost, s->seq_gaps,
 	       s->missing_chunks, s->tasks, s->bytes, first, last, last - first);
 	for (unsigned int c = 0; c < s->nr_cpus; c++) {
-		const struct pt_cpu_stats *cs = &s->cpus[c];
+		const struct pgtrace_cpu_stats *cs = &s->cpus[c];
 
 		printf("%s{\"cpu\": %u, \"events\": %" PRIu64 ", \"chunks\": %" PRIu64
 		       ", \"lost\": %" PRIu64 ", \"seq_gaps\": %" PRIu64
@@ -237,21 +237,21 @@ static void fmt_ns(char *buf, uint64_t ns)
 		snprintf(buf, 32, "%.1f s", ns / 1e9);
 }
 
-static void print_life_text(const char *label, const struct pt_life_hist *l)
+static void print_life_text(const char *label, const struct pgtrace_life_hist *l)
 {
 	char v[5][32];
 
 	fmt_ns(v[0], l->min_ns);
-	fmt_ns(v[1], pt_life_percentile(l, 50));
-	fmt_ns(v[2], pt_life_percentile(l, 90));
-	fmt_ns(v[3], pt_life_percentile(l, 99));
+	fmt_ns(v[1], pgtrace_life_percentile(l, 50));
+	fmt_ns(v[2], pgtrace_life_percentile(l, 90));
+	fmt_ns(v[3], pgtrace_life_percentile(l, 99));
 	fmt_ns(v[4], l->max_ns);
 	printf("  %-9s %10" PRIu64 " %10s %10s %10s %10s %10s\n", label, l->count, v[0],
 	       v[1], v[2], v[3], v[4]);
 }
 
 static void print_analysis_text(const struct pagetrace_header *h,
-				const struct pt_analysis *a, bool quick)
+				const struct pgtrace_analysis *a, bool quick)
 {
 	uint64_t peak = 0;
 	char t[32], l[16];
@@ -264,7 +264,7 @@ static void print_analysis_text(const struct pagetrace_header *h,
 		printf("by zone:         %10s %10s %10s %12s %12s\n", "alloc", "free",
 		       "reclaim", "in use end", "peak in use");
 		for (unsigned int i = 0; i <= a->nr_zones; i++) {
-			const struct pt_zone_stats *z = i < a->nr_zones ? &a->zone_stats[i]
+			const struct pgtrace_zone_stats *z = i < a->nr_zones ? &a->zone_stats[i]
 								       : &a->other_zone;
 			char name[40];
 
@@ -281,7 +281,7 @@ static void print_analysis_text(const struct pagetrace_header *h,
 		}
 	}
 	for (unsigned int i = 0; i < a->nr_bins; i++) {
-		const struct pt_rate_bin *b = &a->bins[i];
+		const struct pgtrace_rate_bin *b = &a->bins[i];
 		uint64_t n = b->events[1] + b->events[2] + b->events[3];
 
 		if (n > peak)
@@ -291,15 +291,15 @@ static void print_analysis_text(const struct pagetrace_header *h,
 	printf("event rate:      %u bins of %s from start_ns, peak %.0f events/s\n",
 	       a->nr_bins, t, a->bin_ns ? peak * 1e9 / a->bin_ns : 0.0);
 	for (unsigned int i = 0; i < a->nr_lost_sites; i++) {
-		const struct pt_lost_site *s = &a->lost_sites[i];
+		const struct pgtrace_lost_site *s = &a->lost_sites[i];
 
 		fmt_rel_time(t, s->time_ns, h->start_ns);
 		printf("  lost %" PRIu64 " on cpu%u at %s s (chunk at offset %" PRIu64 ")\n",
 		       s->lost, s->cpu, t, s->offset);
 	}
-	if (a->nr_lost_sites < a->stats.chunks && a->nr_lost_sites == PT_MAX_LOST_SITES)
+	if (a->nr_lost_sites < a->stats.chunks && a->nr_lost_sites == PGTRACE_MAX_LOST_SITES)
 		printf("  (only the first %u chunks with losses are listed)\n",
-		       PT_MAX_LOST_SITES);
+		       PGTRACE_MAX_LOST_SITES);
 	if (quick) {
 		if (a->snapshot_events)
 			printf("snapshot:        %" PRIu64 " blocks, %" PRIu64
@@ -309,7 +309,7 @@ static void print_analysis_text(const struct pagetrace_header *h,
 	}
 	printf("lifetimes:       %10s %10s %10s %10s %10s %10s\n", "count", "min", "p50",
 	       "p90", "p99", "max");
-	for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++) {
+	for (unsigned int o = 0; o < PGTRACE_LIFE_ORDERS; o++) {
 		if (!a->life[o].count)
 			continue;
 		snprintf(l, sizeof(l), "order %u", o);
@@ -326,17 +326,17 @@ static void print_analysis_text(const struct pagetrace_header *h,
 		       a->snapshot_events, a->snapshot_pages);
 	printf("unmatched:       %" PRIu64 " frees (%" PRIu64 " pages), %" PRIu64
 	       " reclaims (%" PRIu64 " pages) of pages not known allocated\n",
-	       a->unmatched_events[PT_EV_FREE], a->unmatched_pages[PT_EV_FREE],
-	       a->unmatched_events[PT_EV_RECLAIM], a->unmatched_pages[PT_EV_RECLAIM]);
+	       a->unmatched_events[PGTRACE_EV_FREE], a->unmatched_pages[PGTRACE_EV_FREE],
+	       a->unmatched_events[PGTRACE_EV_RECLAIM], a->unmatched_pages[PGTRACE_EV_RECLAIM]);
 	if (a->realloc_events || a->late_events)
 		printf("warnings:        %" PRIu64 " allocations of allocated blocks, %" PRIu64
 		       " events out of time order\n", a->realloc_events, a->late_events);
 }
 
-static void print_text(const struct pagetrace_header *h, const struct pt_analysis *a,
+static void print_text(const struct pagetrace_header *h, const struct pgtrace_analysis *a,
 		       bool quick)
 {
-	const struct pt_stats *s = &a->stats;
+	const struct pgtrace_stats *s = &a->stats;
 	char t[32];
 
 	printf("events:          %" PRIu64 "\n", s->events);
@@ -344,14 +344,14 @@ static void print_text(const struct pagetrace_header *h, const struct pt_analysi
 		printf("  %-14s %" PRIu64 " (%" PRIu64 " pages)\n", type_keys[i],
 		       s->by_type[i], s->pages_by_type[i]);
 	printf("by order:\n");
-	for (int o = 0; o <= PT_STATS_MAX_ORDER; o++)
+	for (int o = 0; o <= PGTRACE_STATS_MAX_ORDER; o++)
 		if (s->by_order[o])
 			printf("  order %-8d %" PRIu64 "\n", o, s->by_order[o]);
 	if (s->other_order)
 		printf("  other          %" PRIu64 "\n", s->other_order);
 	printf("by cpu:\n");
 	for (unsigned int c = 0; c < s->nr_cpus; c++) {
-		const struct pt_cpu_stats *cs = &s->cpus[c];
+		const struct pgtrace_cpu_stats *cs = &s->cpus[c];
 
 		if (!cs->chunks)
 			continue;
@@ -400,7 +400,7 @@ static void print_ranges(const uint64_t *words, unsigned int n)
  * What the module could not hook on the kernel that made the trace
  * (loaded with partial=1): the trace is incomplete in these.
  */
-static void print_uncovered(const struct pt_reader *r, bool json)
+static void print_uncovered(const struct pgtrace_reader *r, bool json)
 {
 	static const struct {
 		uint32_t	bit;
@@ -414,7 +414,7 @@ static void print_uncovered(const struct pt_reader *r, bool json)
 		  "compaction's and alloc_contig_range()'s pages" },
 		{ PAGETRACE_UNCOVERED_REQUIRED, "required", "the require= test function" },
 	};
-	const struct pt_session *ses = pt_reader_session(r);
+	const struct pgtrace_session *ses = pgtrace_reader_session(r);
 	uint32_t u = ses ? ses->uncovered : 0;
 	const char *sep = "";
 
@@ -439,11 +439,11 @@ static void print_uncovered(const struct pt_reader *r, bool json)
  * What the trace leaves out, the sampled stacks and the filter: so that
  * nobody takes a part for the whole.
  */
-static void print_stacks_filter(const struct pt_reader *r, bool json)
+static void print_stacks_filter(const struct pgtrace_reader *r, bool json)
 {
-	const struct pagetrace_rec_stacks *st = pt_reader_stacks(r);
-	const struct pagetrace_rec_filter *f = pt_reader_filter(r);
-	const struct pt_reader_counters *c = pt_reader_counters(r);
+	const struct pagetrace_rec_stacks *st = pgtrace_reader_stacks(r);
+	const struct pagetrace_rec_filter *f = pgtrace_reader_filter(r);
+	const struct pgtrace_reader_counters *c = pgtrace_reader_counters(r);
 	const char *sep = "";
 
 	print_uncovered(r, json);
@@ -509,11 +509,11 @@ static void mapped_trace_shrank(int sig)
 	_exit(1);
 }
 
-static struct pt_reader *open_stats_trace(const char *path, unsigned int flags, int *fd,
+static struct pgtrace_reader *open_stats_trace(const char *path, unsigned int flags, int *fd,
 					  void **map, size_t *map_len)
 {
 	struct sigaction sa = { .sa_handler = mapped_trace_shrank };
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	struct stat st;
 	long pages, page;
 	uint64_t avail;
@@ -545,10 +545,10 @@ static struct pt_reader *open_stats_trace(const char *path, unsigned int flags, 
 	}
 	madvise(p, st.st_size, MADV_SEQUENTIAL);
 	sigaction(SIGBUS, &sa, NULL);
-	ret = pt_reader_open_mem(&r, p, st.st_size, flags);
+	ret = pgtrace_reader_open_mem(&r, p, st.st_size, flags);
 	if (ret) {
 		trace_error(path, r, ret);
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 		munmap(p, st.st_size);
 		close(*fd);
 		return NULL;
@@ -558,7 +558,7 @@ static struct pt_reader *open_stats_trace(const char *path, unsigned int flags, 
 	return r;
 }
 
-static void close_stats_trace(struct pt_reader *r, int fd, void *map, size_t map_len)
+static void close_stats_trace(struct pgtrace_reader *r, int fd, void *map, size_t map_len)
 {
 	close_trace(r, fd);
 	if (map)
@@ -575,9 +575,9 @@ int cmd_stats(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
-	struct pt_reader *r;
-	struct pt_analysis_params ap = { 0 };
-	struct pt_analysis a;
+	struct pgtrace_reader *r;
+	struct pgtrace_analysis_params ap = { 0 };
+	struct pgtrace_analysis a;
 	unsigned int flags = 0;
 	size_t map_len;
 	void *map;
@@ -591,10 +591,10 @@ int cmd_stats(int argc, char **argv)
 			json = true;
 			break;
 		case 'g':
-			flags |= PT_READER_GO;
+			flags |= PGTRACE_READER_GO;
 			break;
 		case 'q':
-			ap.flags |= PT_ANALYSIS_UNORDERED;
+			ap.flags |= PGTRACE_ANALYSIS_UNORDERED;
 			break;
 		case 'b':
 			if (strcmp(optarg, "task")) {
@@ -629,16 +629,16 @@ int cmd_stats(int argc, char **argv)
 		}
 		return ret < 0 ? EXIT_TRACE : 0;
 	}
-	ret = pt_analysis_collect(r, &a, &ap);
+	ret = pgtrace_analysis_collect(r, &a, &ap);
 	if (ret < 0) {
 		trace_error(path, r, ret);
 	} else if (json) {
-		print_json(pt_reader_header(r), &a, ap.flags & PT_ANALYSIS_UNORDERED, r);
+		print_json(pgtrace_reader_header(r), &a, ap.flags & PGTRACE_ANALYSIS_UNORDERED, r);
 	} else {
-		print_text(pt_reader_header(r), &a, ap.flags & PT_ANALYSIS_UNORDERED);
+		print_text(pgtrace_reader_header(r), &a, ap.flags & PGTRACE_ANALYSIS_UNORDERED);
 		print_stacks_filter(r, false);
 	}
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	close_stats_trace(r, fd, map, map_len);
 	if (ret >= 0 && (fflush(stdout) || ferror(stdout))) {
 		fprintf(stderr, "pagetrace: write error\n");

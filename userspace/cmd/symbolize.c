@@ -16,7 +16,7 @@
 #define PROC_KALLSYMS	"/proc/kallsyms"
 
 int open_kallsyms(const char *path, const struct pagetrace_rec_stacks *st,
-		  struct pt_kallsyms **out, bool quiet)
+		  struct pgtrace_kallsyms **out, bool quiet)
 {
 	char anchor[sizeof(st->anchor_name) + 1];
 	int fd, ret;
@@ -29,7 +29,7 @@ int open_kallsyms(const char *path, const struct pagetrace_rec_stacks *st,
 			fprintf(stderr, "pagetrace: %s: %s\n", path, strerror(errno));
 		return ret;
 	}
-	ret = pt_kallsyms_open(out, fd);
+	ret = pgtrace_kallsyms_open(out, fd);
 	close(fd);
 	if (ret) {
 		if (quiet)
@@ -45,7 +45,7 @@ int open_kallsyms(const char *path, const struct pagetrace_rec_stacks *st,
 			fprintf(stderr, "pagetrace: %s: %s\n", path, strerror(-ret));
 		return ret;
 	}
-	ret = pt_kallsyms_check(*out, st);
+	ret = pgtrace_kallsyms_check(*out, st);
 	if (ret) {
 		if (!quiet) {
 			memcpy(anchor, st->anchor_name, sizeof(st->anchor_name));
@@ -59,24 +59,24 @@ int open_kallsyms(const char *path, const struct pagetrace_rec_stacks *st,
 				fprintf(stderr, "pagetrace: %s: has no symbol '%s' to check it "
 					"against the traced kernel\n", path, anchor);
 		}
-		pt_kallsyms_close(*out);
+		pgtrace_kallsyms_close(*out);
 		*out = NULL;
 	}
 	return ret;
 }
 
 /* Decode @path to its end; the reader (kept open) and its fd. */
-static struct pt_reader *drain_trace(const char *path, int *fd)
+static struct pgtrace_reader *drain_trace(const char *path, int *fd)
 {
-	struct pt_cevent ce[256];
-	const struct pt_chunk *c;
-	struct pt_reader *r;
+	struct pgtrace_compact_event ce[256];
+	const struct pgtrace_chunk *c;
+	struct pgtrace_reader *r;
 	int ret;
 
 	r = open_trace(path, 0, fd);
 	if (!r)
 		return NULL;
-	while ((ret = pt_reader_next_run(r, ce, 256, &c)) > 0)
+	while ((ret = pgtrace_reader_next_run(r, ce, 256, &c)) > 0)
 		;
 	if (ret < 0) {
 		trace_error(path, r, ret);
@@ -90,9 +90,9 @@ int symbolize_file(const char *path, const char *kallsyms, bool from_record)
 {
 	const char *pfx = from_record ? "pagetrace: warning: no symbols appended: " :
 					"pagetrace: ";
-	struct pt_kallsyms *k = NULL;
+	struct pgtrace_kallsyms *k = NULL;
 	uint64_t *addrs = NULL, bytes;
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	size_t n, len = 0;
 	void *buf = NULL;
 	int fd, out, ret = EXIT_TRACE, named;
@@ -100,19 +100,19 @@ int symbolize_file(const char *path, const char *kallsyms, bool from_record)
 	r = drain_trace(path, &fd);
 	if (!r)
 		return EXIT_TRACE;
-	if (!pt_reader_stacks(r)) {
+	if (!pgtrace_reader_stacks(r)) {
 		if (!from_record)
 			fprintf(stderr, "%s%s: the trace has no call stacks "
 				"(PAGETRACE_FLAG_STACKS)\n", pfx, path);
 		ret = from_record ? 0 : EXIT_TRACE;
 		goto out;
 	}
-	if (pt_reader_counters(r)->symbol_chunks) {
+	if (pgtrace_reader_counters(r)->symbol_chunks) {
 		fprintf(stderr, "%s%s: the trace has symbols already\n", pfx, path);
 		goto out;
 	}
-	bytes = pt_reader_counters(r)->bytes;
-	if (pt_reader_stack_addrs(r, &addrs, &n)) {
+	bytes = pgtrace_reader_counters(r)->bytes;
+	if (pgtrace_reader_stack_addrs(r, &addrs, &n)) {
 		fprintf(stderr, "%s%s\n", pfx, strerror(ENOMEM));
 		goto out;
 	}
@@ -125,9 +125,9 @@ int symbolize_file(const char *path, const char *kallsyms, bool from_record)
 	if (from_record)
 		fprintf(stderr, "pagetrace: naming %zu frame addresses from %s\n", n,
 			kallsyms);
-	if (open_kallsyms(kallsyms, pt_reader_stacks(r), &k, false))
+	if (open_kallsyms(kallsyms, pgtrace_reader_stacks(r), &k, false))
 		goto out;
-	named = pt_symbol_chunks(k, addrs, n, &buf, &len);
+	named = pgtrace_symbol_chunks(k, addrs, n, &buf, &len);
 	if (named < 0) {
 		fprintf(stderr, "%s%s\n", pfx, strerror(-named));
 		goto out;
@@ -151,7 +151,7 @@ int symbolize_file(const char *path, const char *kallsyms, bool from_record)
 out:
 	free(buf);
 	free(addrs);
-	pt_kallsyms_close(k);
+	pgtrace_kallsyms_close(k);
 	close_trace(r, fd);
 	return ret;
 }

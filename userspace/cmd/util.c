@@ -6,18 +6,18 @@
 #include <unistd.h>
 #include "cmd.h"
 
-void trace_error(const char *path, struct pt_reader *r, int err)
+void trace_error(const char *path, struct pgtrace_reader *r, int err)
 {
-	const char *msg = r ? pt_reader_error(r) : "";
+	const char *msg = r ? pgtrace_reader_error(r) : "";
 
 	if (!*msg)
 		msg = strerror(-err);
 	fprintf(stderr, "pagetrace: %s: %s\n", path, msg);
 }
 
-struct pt_reader *open_trace(const char *path, unsigned int flags, int *fd)
+struct pgtrace_reader *open_trace(const char *path, unsigned int flags, int *fd)
 {
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	int ret;
 
 	if (!strcmp(path, "-")) {
@@ -29,7 +29,7 @@ struct pt_reader *open_trace(const char *path, unsigned int flags, int *fd)
 			return NULL;
 		}
 	}
-	ret = pt_reader_open_fd(&r, *fd, flags);
+	ret = pgtrace_reader_open_fd(&r, *fd, flags);
 	if (ret) {
 		trace_error(path, r, ret);
 		close_trace(r, *fd);
@@ -38,9 +38,9 @@ struct pt_reader *open_trace(const char *path, unsigned int flags, int *fd)
 	return r;
 }
 
-void close_trace(struct pt_reader *r, int fd)
+void close_trace(struct pgtrace_reader *r, int fd)
 {
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	if (fd > STDIN_FILENO)
 		close(fd);
 }

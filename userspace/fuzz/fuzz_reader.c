@@ -3,7 +3,7 @@
  * libFuzzer target for the decoders: the input is tried as a v1 stream and
  * as a Go page trace, read every way the library offers (one event at a
  * time, batches, through a small fd buffer so records straddle refills,
- * pt_stats_collect(), pt_analysis_collect() with a tiny max_held).  Built
+ * pgtrace_stats_collect(), pgtrace_analysis_collect() with a tiny max_held).  Built
  * with ASan and UBSan; any crash, leak, hang or out-of-bounds read fails.
  * The first input byte picks the batch and buffer sizes, so the fuzzer
  * explores those too.
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include "libpagetrace.h"
 
-static int chunk_cb(const struct pt_chunk *c, void *arg)
+static int chunk_cb(const struct pgtrace_chunk *c, void *arg)
 {
 	uint64_t *n = arg;
 
@@ -24,77 +24,77 @@ static int chunk_cb(const struct pt_chunk *c, void *arg)
 	return ++*n == 1000 + (c->seq & 7) ? -ECANCELED : 0;
 }
 
-static void drain(struct pt_reader *r, unsigned int batch)
+static void drain(struct pgtrace_reader *r, unsigned int batch)
 {
-	struct pt_event evs[64];
+	struct pgtrace_event evs[64];
 	uint64_t n = 0;
 	int ret;
 
-	pt_reader_set_chunk_cb(r, chunk_cb, &n);
-	while ((ret = pt_reader_next_batch(r, evs, batch)) > 0) {
+	pgtrace_reader_set_chunk_cb(r, chunk_cb, &n);
+	while ((ret = pgtrace_reader_next_batch(r, evs, batch)) > 0) {
 		for (int i = 0; i < ret; i++)
-			if (evs[i].type < PT_EV_ALLOC || evs[i].type > PT_EV_TASK)
+			if (evs[i].type < PGTRACE_EV_ALLOC || evs[i].type > PGTRACE_EV_TASK)
 				abort();
 	}
 	/* Errors stick. */
-	if (ret < 0 && pt_reader_next_batch(r, evs, batch) != ret)
+	if (ret < 0 && pgtrace_reader_next_batch(r, evs, batch) != ret)
 		abort();
-	if (ret < 0 && !*pt_reader_error(r) && ret != -ECANCELED)
+	if (ret < 0 && !*pgtrace_reader_error(r) && ret != -ECANCELED)
 		abort();
 }
 
 static void one(const uint8_t *data, size_t size, unsigned int flags, unsigned int batch,
 		unsigned int bufsz, int fd)
 {
-	struct pt_analysis_params ap = { .max_held = 1 + batch % 32 };
-	struct pt_reader_params p = { .flags = flags, .buf_size = bufsz };
-	struct pt_analysis a;
-	struct pt_stats s;
-	struct pt_reader *r;
+	struct pgtrace_analysis_params ap = { .max_held = 1 + batch % 32 };
+	struct pgtrace_reader_params p = { .flags = flags, .buf_size = bufsz };
+	struct pgtrace_analysis a;
+	struct pgtrace_stats s;
+	struct pgtrace_reader *r;
 
-	if (!pt_reader_open_mem(&r, data, size, flags)) {
-		struct pt_event e;
+	if (!pgtrace_reader_open_mem(&r, data, size, flags)) {
+		struct pgtrace_event e;
 
-		for (int i = 0; i < 3 && pt_reader_next(r, &e) > 0; i++)
+		for (int i = 0; i < 3 && pgtrace_reader_next(r, &e) > 0; i++)
 			;
 		drain(r, batch);
 	}
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 
 	if (fd >= 0 && lseek(fd, 0, SEEK_SET) == 0) {
-		if (!pt_reader_open_fd_params(&r, fd, &p))
+		if (!pgtrace_reader_open_fd_params(&r, fd, &p))
 			drain(r, batch);
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 	}
 
-	if (!pt_reader_open_mem(&r, data, size, flags)) {
-		pt_stats_collect(r, &s);
-		pt_stats_free(&s);
+	if (!pgtrace_reader_open_mem(&r, data, size, flags)) {
+		pgtrace_stats_collect(r, &s);
+		pgtrace_stats_free(&s);
 	}
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 
-	if (!pt_reader_open_mem(&r, data, size, flags)) {
-		pt_analysis_collect(r, &a, &ap);
-		for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++)
-			pt_life_percentile(&a.life[o], 99);
-		pt_analysis_free(&a);
+	if (!pgtrace_reader_open_mem(&r, data, size, flags)) {
+		pgtrace_analysis_collect(r, &a, &ap);
+		for (unsigned int o = 0; o < PGTRACE_LIFE_ORDERS; o++)
+			pgtrace_life_percentile(&a.life[o], 99);
+		pgtrace_analysis_free(&a);
 	}
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	unsigned int knob = size ? data[size - 1] : 0;
 	unsigned int batch = 1 + knob % 64;
-	unsigned int bufsz = PT_READER_MIN_BUF + 8 * (knob >> 6) * 13;
+	unsigned int bufsz = PGTRACE_READER_MIN_BUF + 8 * (knob >> 6) * 13;
 	int fd = memfd_create("fuzz", 0);
 
 	if (fd >= 0 && (size_t)write(fd, data, size) != size) {
 		close(fd);
 		fd = -1;
 	}
-	one(data, size, PT_READER_TASKS, batch, bufsz, fd);
-	one(data, size, PT_READER_GO, batch, bufsz, fd);
+	one(data, size, PGTRACE_READER_TASKS, batch, bufsz, fd);
+	one(data, size, PGTRACE_READER_GO, batch, bufsz, fd);
 	if (fd >= 0)
 		close(fd);
 	return 0;

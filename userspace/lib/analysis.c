@@ -3,13 +3,13 @@
  * Analysis in time order: per-CPU queues merged by time with a loser tree,
  * a map of the allocated blocks (flat over the zones' PFNs, hashed
  * outside them), lifetimes, pages in use, zones and the rate time line.
- * See the comment above struct pt_analysis in libpagetrace.h.
+ * See the comment above struct pgtrace_analysis in libpagetrace.h.
  *
  * Per event, the hot path: decode a run of one chunk into compact events
  * and append it to its CPU's queue; when the queues allow, merge them into
  * a buffer in time order; apply each merged event to the block map and
  * count it, the block's slot prefetched PREFETCH_AHEAD events before.
- * With PT_ANALYSIS_UNORDERED the runs are counted as they come instead.
+ * With PGTRACE_ANALYSIS_UNORDERED the runs are counted as they come instead.
  */
 #include <errno.h>
 #include <limits.h>
@@ -28,9 +28,9 @@
 /*
  * The flat map: one cell per PFN in leaves of LEAF_PFNS, made when first
  * written.  Leaves start at multiples of LEAF_PFNS, so a naturally aligned
- * block of order up to PT_SPLIT_ORDERS, and every piece of it, lies in one.
+ * block of order up to PGTRACE_SPLIT_ORDERS, and every piece of it, lies in one.
  */
-#define LEAF_SHIFT		PT_SPLIT_ORDERS
+#define LEAF_SHIFT		PGTRACE_SPLIT_ORDERS
 #define LEAF_PFNS		(1ULL << LEAF_SHIFT)
 #define LEAF_MASK		(LEAF_PFNS - 1)
 /* PFNs the flat map spans at most (1 TiB of 4 KiB pages); others are hashed. */
@@ -40,7 +40,7 @@
  * slots are written and read at random, and each TLB miss costs.
  */
 #define ARENA_BYTES		(2UL << 20)
-#define LEAF_MIXED		(UINT32_MAX - 1)	/* PT_ZONE_OTHER is UINT32_MAX */
+#define LEAF_MIXED		(UINT32_MAX - 1)	/* PGTRACE_ZONE_OTHER is UINT32_MAX */
 /*
  * A release of at most SORT_MAX events whose times span at most SORT_SPAN
  * steps of 128 ns per event is merged by a counting sort, not the tree.
@@ -70,11 +70,11 @@ struct slot {
 #define SLOT_ZONE_OTHER		((1U << 21) - 1)
 
 _Static_assert(PAGETRACE_PFN_MAX + 1 <= SLOT_NPAGES_MASK, "npages fits a slot");
-_Static_assert(PT_LIFE_ORDERS <= 64, "an order fits a slot");
+_Static_assert(PGTRACE_LIFE_ORDERS <= 64, "an order fits a slot");
 
 static uint64_t slot_info(uint64_t npages, unsigned int order, bool snap, uint32_t zone)
 {
-	if (zone == PT_ZONE_OTHER)
+	if (zone == PGTRACE_ZONE_OTHER)
 		zone = SLOT_ZONE_OTHER;
 	return npages | (uint64_t)order << SLOT_ORDER_SHIFT | (uint64_t)snap << SLOT_SNAP_SHIFT |
 	       (uint64_t)zone << SLOT_ZONE_SHIFT;
@@ -99,7 +99,7 @@ static uint32_t slot_zone(const struct slot *s)
 {
 	uint32_t z = (uint32_t)(s->info >> SLOT_ZONE_SHIFT);
 
-	return z == SLOT_ZONE_OTHER ? PT_ZONE_OTHER : z;
+	return z == SLOT_ZONE_OTHER ? PGTRACE_ZONE_OTHER : z;
 }
 
 /*
@@ -123,14 +123,14 @@ static uint32_t slot_zone(const struct slot *s)
 /* Times that do not fit a cell: off the 128 ns grid, or at or past 2^58 ns. */
 #define CELL_TIME_BAD		(((1ULL << PAGETRACE_TIME_LOST_BITS) - 1) | ~0ULL << CELL_TIME_END_SHIFT)
 
-_Static_assert(PT_LIFE_ORDERS <= 64, "an order fits a cell");
+_Static_assert(PGTRACE_LIFE_ORDERS <= 64, "an order fits a cell");
 /*
  * The reader keeps npages at most PAGETRACE_PFN_MAX + 1: so a power of two
  * has a code below CELL_ESC, and its order (of the whole allocation) is
  * log2(npages); apply_fast() counts on both.
  */
 _Static_assert(PAGETRACE_PFN_BITS + 1 < CELL_CODE_MASK, "a code is never CELL_ESC");
-_Static_assert(PAGETRACE_PFN_BITS < PT_LIFE_ORDERS, "log2(npages) is the order");
+_Static_assert(PAGETRACE_PFN_BITS < PGTRACE_LIFE_ORDERS, "log2(npages) is the order");
 
 struct leaf {
 	uint64_t	c[LEAF_PFNS];
@@ -181,8 +181,8 @@ struct hslot {
 
 /* One CPU's events waiting for the merge: ev[head, tail), in time order. */
 struct queue {
-	struct pt_cevent *ev;
-	struct pt_event	*full;		/* the same events in full, for the event hook */
+	struct pgtrace_compact_event *ev;
+	struct pgtrace_event	*full;		/* the same events in full, for the event hook */
 	size_t		head;
 	size_t		tail;
 	size_t		cap;
@@ -191,9 +191,9 @@ struct queue {
 
 /* A leaf's queue during a merge. */
 struct cursor {
-	const struct pt_cevent	*p;
-	const struct pt_cevent	*end;
-	const struct pt_event	*full;
+	const struct pgtrace_compact_event	*p;
+	const struct pgtrace_compact_event	*end;
+	const struct pgtrace_event	*full;
 };
 
 /*
@@ -215,8 +215,8 @@ static uint64_t narrow_key(uint64_t t, unsigned int leaf)
 	return t == UINT64_MAX ? UINT64_MAX : (t & ~(uint64_t)(NARROW_LEAVES - 1)) | leaf;
 }
 
-struct pt_analysis_priv {
-	struct pt_analysis_params p;
+struct pgtrace_analysis_priv {
+	struct pgtrace_analysis_params p;
 	/*
 	 * Blocks starting in [flat_lo, flat_lo + flat_span) are in dir, the
 	 * others hashed.  leaf_zone has the zone of each leaf's PFNs, or
@@ -226,7 +226,7 @@ struct pt_analysis_priv {
 	uint64_t	flat_span;
 	struct leaf	**dir;
 	uint32_t	*leaf_zone;
-	struct pt_zone_stats **leaf_zs;	/* the same, NULL for LEAF_MIXED */
+	struct pgtrace_zone_stats **leaf_zs;	/* the same, NULL for LEAF_MIXED */
 	void		**arenas;
 	unsigned int	nr_arenas;
 	unsigned int	arena_left;	/* leaves left in the last arena */
@@ -234,7 +234,7 @@ struct pt_analysis_priv {
 	unsigned int	map_bits;
 	uint64_t	map_used;
 	uint64_t	map_tombs;
-	/* Queue i holds cpu i - 1: index 0 is PT_CPU_NONE (Go's P -1). */
+	/* Queue i holds cpu i - 1: index 0 is PGTRACE_CPU_NONE (Go's P -1). */
 	struct queue	*q;
 	unsigned int	nr_q;
 	unsigned int	nr_active;	/* queues that have had events */
@@ -256,37 +256,37 @@ struct pt_analysis_priv {
 	uint64_t	max_seen;
 	uint64_t	last_released;
 	bool		all_cpus_known;	/* v1: the header lists every CPU */
-	bool		want_full;	/* the event hook needs struct pt_event */
+	bool		want_full;	/* the event hook needs struct pgtrace_event */
 	/* The rate bins are counted as runs arrive (add_run()), not in an_apply(). */
 	bool		bin_early;
 	int		err;		/* from a hook */
 	/* The rate bin last used, [bin_lo, bin_hi); empty at first. */
 	unsigned int	bin_idx;
 	uint64_t	bin_lo, bin_hi;
-	struct pt_cevent run[RUN];
+	struct pgtrace_compact_event run[RUN];
 	/* Merged, not yet applied: the last PREFETCH_AHEAD are prefetched. */
-	struct pt_cevent out[OUT];
+	struct pgtrace_compact_event out[OUT];
 	unsigned int	nr_out;
-	struct pt_event	*batch;		/* RUN, with want_full */
-	struct pt_event	*out_full;	/* OUT, with want_full */
+	struct pgtrace_event	*batch;		/* RUN, with want_full */
+	struct pgtrace_event	*out_full;	/* OUT, with want_full */
 	/* The counting sort's (see merge_sort()): events and counts. */
 	bool		sortable;
-	struct pt_cevent *sorted;
+	struct pgtrace_compact_event *sorted;
 	uint32_t	*counts;
 	unsigned int	sorted_cap, counts_cap;
-	const struct pt_cevent **sort_end;	/* per leaf: the end of what goes */
+	const struct pgtrace_compact_event **sort_end;	/* per leaf: the end of what goes */
 };
 
 /* ------------------------------------------------------------ helpers */
 
-unsigned int pt_life_order(uint64_t npages)
+unsigned int pgtrace_life_order(uint64_t npages)
 {
 	unsigned int o;
 
 	if (npages <= 1)
 		return 0;
 	o = 64 - __builtin_clzll(npages - 1);
-	return o < PT_LIFE_ORDERS ? o : PT_LIFE_ORDERS - 1;
+	return o < PGTRACE_LIFE_ORDERS ? o : PGTRACE_LIFE_ORDERS - 1;
 }
 
 static unsigned int life_bucket(uint64_t ns)
@@ -294,24 +294,24 @@ static unsigned int life_bucket(uint64_t ns)
 	uint64_t v = ns >> PAGETRACE_TIME_LOST_BITS;
 	unsigned int e;
 
-	if (v < PT_LIFE_EXACT)
+	if (v < PGTRACE_LIFE_EXACT)
 		return (unsigned int)v;
 	e = 63 - __builtin_clzll(v);
-	return PT_LIFE_EXACT + (e - 6) * PT_LIFE_SUB + ((v >> (e - 5)) & (PT_LIFE_SUB - 1));
+	return PGTRACE_LIFE_EXACT + (e - 6) * PGTRACE_LIFE_SUB + ((v >> (e - 5)) & (PGTRACE_LIFE_SUB - 1));
 }
 
-uint64_t pt_life_bucket_ns(unsigned int b)
+uint64_t pgtrace_life_bucket_ns(unsigned int b)
 {
 	unsigned int e, m;
 
-	if (b < PT_LIFE_EXACT)
+	if (b < PGTRACE_LIFE_EXACT)
 		return (uint64_t)b << PAGETRACE_TIME_LOST_BITS;
-	e = (b - PT_LIFE_EXACT) / PT_LIFE_SUB + 6;
-	m = (b - PT_LIFE_EXACT) % PT_LIFE_SUB;
-	return ((uint64_t)(PT_LIFE_SUB + m) << (e - 5)) << PAGETRACE_TIME_LOST_BITS;
+	e = (b - PGTRACE_LIFE_EXACT) / PGTRACE_LIFE_SUB + 6;
+	m = (b - PGTRACE_LIFE_EXACT) % PGTRACE_LIFE_SUB;
+	return ((uint64_t)(PGTRACE_LIFE_SUB + m) << (e - 5)) << PAGETRACE_TIME_LOST_BITS;
 }
 
-uint64_t pt_life_percentile(const struct pt_life_hist *h, double pct)
+uint64_t pgtrace_life_percentile(const struct pgtrace_life_hist *h, double pct)
 {
 	uint64_t rank, sum = 0, v;
 	double x;
@@ -328,10 +328,10 @@ uint64_t pt_life_percentile(const struct pt_life_hist *h, double pct)
 		rank++;
 	if (!rank)
 		rank = 1;
-	for (unsigned int b = 0; b < PT_LIFE_BUCKETS; b++) {
+	for (unsigned int b = 0; b < PGTRACE_LIFE_BUCKETS; b++) {
 		sum += h->buckets[b];
 		if (sum >= rank) {
-			v = pt_life_bucket_ns(b);
+			v = pgtrace_life_bucket_ns(b);
 			if (v < h->min_ns)
 				v = h->min_ns;
 			return v > h->max_ns ? h->max_ns : v;
@@ -340,7 +340,7 @@ uint64_t pt_life_percentile(const struct pt_life_hist *h, double pct)
 	return h->max_ns;
 }
 
-static __attribute__((always_inline)) inline void life_add(struct pt_life_hist *h, uint64_t ns)
+static __attribute__((always_inline)) inline void life_add(struct pgtrace_life_hist *h, uint64_t ns)
 {
 	if (!h->count || ns < h->min_ns)
 		h->min_ns = ns;
@@ -351,7 +351,7 @@ static __attribute__((always_inline)) inline void life_add(struct pt_life_hist *
 	h->buckets[life_bucket(ns)]++;
 }
 
-unsigned int pt_analysis_zone(const struct pt_analysis *a, uint64_t pfn)
+unsigned int pgtrace_analysis_zone(const struct pgtrace_analysis *a, uint64_t pfn)
 {
 	unsigned int lo = 0, hi = a->nr_zones;
 
@@ -372,23 +372,23 @@ unsigned int pt_analysis_zone(const struct pt_analysis *a, uint64_t pfn)
 	}
 	if (lo && pfn < a->zones[lo - 1].end_pfn)
 		return lo - 1;
-	return PT_ZONE_OTHER;
+	return PGTRACE_ZONE_OTHER;
 }
 
-static struct pt_zone_stats *zone_stats(struct pt_analysis *a, uint32_t z)
+static struct pgtrace_zone_stats *zone_stats(struct pgtrace_analysis *a, uint32_t z)
 {
-	return z == PT_ZONE_OTHER ? &a->other_zone : &a->zone_stats[z];
+	return z == PGTRACE_ZONE_OTHER ? &a->other_zone : &a->zone_stats[z];
 }
 
 
 /* life_all: the sum of the per-order histograms, made at the end. */
-static void life_total(struct pt_analysis *a)
+static void life_total(struct pgtrace_analysis *a)
 {
-	struct pt_life_hist *all = &a->life_all;
+	struct pgtrace_life_hist *all = &a->life_all;
 
 	memset(all, 0, sizeof(*all));
-	for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++) {
-		const struct pt_life_hist *h = &a->life[o];
+	for (unsigned int o = 0; o < PGTRACE_LIFE_ORDERS; o++) {
+		const struct pgtrace_life_hist *h = &a->life[o];
 
 		if (!h->count)
 			continue;
@@ -398,7 +398,7 @@ static void life_total(struct pt_analysis *a)
 			all->max_ns = h->max_ns;
 		all->count += h->count;
 		all->sum_ns += h->sum_ns;
-		for (unsigned int b = 0; b < PT_LIFE_BUCKETS; b++)
+		for (unsigned int b = 0; b < PGTRACE_LIFE_BUCKETS; b++)
 			all->buckets[b] += h->buckets[b];
 	}
 }
@@ -415,14 +415,14 @@ static bool hslot_live(const struct hslot *h)
 	return h->s.info & SLOT_NPAGES_MASK;
 }
 
-static uint64_t map_slot(const struct pt_analysis_priv *m, uint64_t pfn)
+static uint64_t map_slot(const struct pgtrace_analysis_priv *m, uint64_t pfn)
 {
 	return (pfn * 0x9e3779b97f4a7c15ULL) >> (64 - m->map_bits);
 }
 
 /* The live entry of @pfn, or the first free one (tombstone or empty) where it would go. */
 static __attribute__((always_inline)) inline struct hslot *
-map_probe(struct pt_analysis_priv *m, uint64_t pfn)
+map_probe(struct pgtrace_analysis_priv *m, uint64_t pfn)
 {
 	uint64_t mask = (1ULL << m->map_bits) - 1;
 	struct hslot *free = NULL;
@@ -439,7 +439,7 @@ map_probe(struct pt_analysis_priv *m, uint64_t pfn)
 	}
 }
 
-static struct hslot *map_find(struct pt_analysis_priv *m, uint64_t pfn)
+static struct hslot *map_find(struct pgtrace_analysis_priv *m, uint64_t pfn)
 {
 	struct hslot *h = map_probe(m, pfn);
 
@@ -447,7 +447,7 @@ static struct hslot *map_find(struct pt_analysis_priv *m, uint64_t pfn)
 }
 
 /* Rehash without tombstones, growing if it is over a quarter full. */
-static int map_rehash(struct pt_analysis_priv *m)
+static int map_rehash(struct pgtrace_analysis_priv *m)
 {
 	unsigned int bits = m->map_bits;
 	struct hslot *n;
@@ -476,13 +476,13 @@ static int map_rehash(struct pt_analysis_priv *m)
 }
 
 /* May entry @h, free, take a new block without a rehash? */
-static bool map_room(const struct pt_analysis_priv *m, const struct hslot *h)
+static bool map_room(const struct pgtrace_analysis_priv *m, const struct hslot *h)
 {
 	return h->s.info || (m->map_used + m->map_tombs + 1) * 2 <= (1ULL << m->map_bits);
 }
 
 /* Put a block at free entry @h. */
-static void map_fill(struct pt_analysis_priv *m, struct hslot *h, uint64_t pfn,
+static void map_fill(struct pgtrace_analysis_priv *m, struct hslot *h, uint64_t pfn,
 		     const struct slot *s)
 {
 	if (h->s.info)
@@ -493,7 +493,7 @@ static void map_fill(struct pt_analysis_priv *m, struct hslot *h, uint64_t pfn,
 }
 
 /* Insert a block whose pfn is not in the map. */
-static int map_insert(struct pt_analysis_priv *m, uint64_t pfn, const struct slot *s)
+static int map_insert(struct pgtrace_analysis_priv *m, uint64_t pfn, const struct slot *s)
 {
 	struct hslot *h = map_probe(m, pfn);
 
@@ -508,7 +508,7 @@ static int map_insert(struct pt_analysis_priv *m, uint64_t pfn, const struct slo
 	return 0;
 }
 
-static void map_delete(struct pt_analysis_priv *m, struct hslot *h)
+static void map_delete(struct pgtrace_analysis_priv *m, struct hslot *h)
 {
 	h->s.info = 1ULL << SLOT_ORDER_SHIFT;	/* a tombstone: npages 0 */
 	m->map_used--;
@@ -517,15 +517,15 @@ static void map_delete(struct pt_analysis_priv *m, struct hslot *h)
 
 /* ----------------------------------------------------------- flat map */
 
-static bool is_flat(const struct pt_analysis_priv *m, uint64_t pfn)
+static bool is_flat(const struct pgtrace_analysis_priv *m, uint64_t pfn)
 {
 	return pfn - m->flat_lo < m->flat_span;
 }
 
-/* The zone of @pfn: pt_analysis_zone(), from a table inside the flat map. */
-static uint32_t zone_of(const struct pt_analysis *a, uint64_t pfn)
+/* The zone of @pfn: pgtrace_analysis_zone(), from a table inside the flat map. */
+static uint32_t zone_of(const struct pgtrace_analysis *a, uint64_t pfn)
 {
-	const struct pt_analysis_priv *m = a->priv;
+	const struct pgtrace_analysis_priv *m = a->priv;
 
 	if (likely(is_flat(m, pfn))) {
 		uint32_t z = m->leaf_zone[(pfn - m->flat_lo) >> LEAF_SHIFT];
@@ -533,7 +533,7 @@ static uint32_t zone_of(const struct pt_analysis *a, uint64_t pfn)
 		if (likely(z != LEAF_MIXED))
 			return z;
 	}
-	return pt_analysis_zone(a, pfn);
+	return pgtrace_analysis_zone(a, pfn);
 }
 
 /* A zeroed arena, aligned so that it can be a huge page. */
@@ -553,7 +553,7 @@ static void *arena_map(void)
 }
 
 /* Make the leaf of flat offset @off. */
-static struct leaf *leaf_new(struct pt_analysis_priv *m, uint64_t off)
+static struct leaf *leaf_new(struct pgtrace_analysis_priv *m, uint64_t off)
 {
 	struct leaf *l;
 
@@ -577,7 +577,7 @@ static struct leaf *leaf_new(struct pt_analysis_priv *m, uint64_t off)
 /* ------------------------------------------------- blocks, either map */
 
 /* The cell of block @s at @pfn, in the flat map: CELL_ESC if it does not fit one. */
-static uint64_t cell_pack(const struct pt_analysis_priv *m, uint64_t pfn, const struct slot *s)
+static uint64_t cell_pack(const struct pgtrace_analysis_priv *m, uint64_t pfn, const struct slot *s)
 {
 	uint32_t z = m->leaf_zone[(pfn - m->flat_lo) >> LEAF_SHIFT];
 	uint64_t np = slot_npages(s);
@@ -589,7 +589,7 @@ static uint64_t cell_pack(const struct pt_analysis_priv *m, uint64_t pfn, const 
 }
 
 /* Cell @c at @pfn, not CELL_ESC, as a slot (a snapshot's without its time). */
-static void cell_unpack(const struct pt_analysis_priv *m, uint64_t pfn, uint64_t c,
+static void cell_unpack(const struct pgtrace_analysis_priv *m, uint64_t pfn, uint64_t c,
 			struct slot *s)
 {
 	s->time_ns = cell_time(c);
@@ -598,7 +598,7 @@ static void cell_unpack(const struct pt_analysis_priv *m, uint64_t pfn, uint64_t
 }
 
 /* The block starting at @pfn into *@out: false if there is none. */
-static bool blk_get(struct pt_analysis_priv *m, uint64_t pfn, struct slot *out)
+static bool blk_get(struct pgtrace_analysis_priv *m, uint64_t pfn, struct slot *out)
 {
 	uint64_t off = pfn - m->flat_lo, c;
 	struct hslot *h;
@@ -622,7 +622,7 @@ static bool blk_get(struct pt_analysis_priv *m, uint64_t pfn, struct slot *out)
 }
 
 /* Forget the block at @pfn, which is there. */
-static void blk_del(struct pt_analysis_priv *m, uint64_t pfn)
+static void blk_del(struct pgtrace_analysis_priv *m, uint64_t pfn)
 {
 	uint64_t off = pfn - m->flat_lo;
 
@@ -638,7 +638,7 @@ static void blk_del(struct pt_analysis_priv *m, uint64_t pfn)
 }
 
 /* Put block @s at @pfn, over the one there if any. */
-static int blk_put(struct pt_analysis_priv *m, uint64_t pfn, const struct slot *s)
+static int blk_put(struct pgtrace_analysis_priv *m, uint64_t pfn, const struct slot *s)
 {
 	uint64_t off = pfn - m->flat_lo;
 	struct hslot *h;
@@ -679,7 +679,7 @@ static int blk_put(struct pt_analysis_priv *m, uint64_t pfn, const struct slot *
 
 /* Inlined: GCC takes a function that only prefetches as pure, and drops calls. */
 static __attribute__((always_inline)) inline void
-blk_prefetch(const struct pt_analysis_priv *m, uint64_t pfn)
+blk_prefetch(const struct pgtrace_analysis_priv *m, uint64_t pfn)
 {
 	if (likely(is_flat(m, pfn))) {
 		uint64_t off = pfn - m->flat_lo;
@@ -696,13 +696,13 @@ blk_prefetch(const struct pt_analysis_priv *m, uint64_t pfn)
  * The block holding @pfn into *@b: it starts there, or at an aligned start
  * below.  *@start gets where it starts.  False if there is none.
  */
-static bool find_containing(struct pt_analysis_priv *m, uint64_t pfn, uint64_t *start,
+static bool find_containing(struct pgtrace_analysis_priv *m, uint64_t pfn, uint64_t *start,
 			    struct slot *b)
 {
 	bool found = blk_get(m, pfn, b);
 
 	*start = pfn;
-	for (unsigned int k = 1; !found && k <= PT_SPLIT_ORDERS; k++) {
+	for (unsigned int k = 1; !found && k <= PGTRACE_SPLIT_ORDERS; k++) {
 		uint64_t s = pfn & ~((1ULL << k) - 1);
 
 		if (s == pfn)
@@ -718,9 +718,9 @@ static bool find_containing(struct pt_analysis_priv *m, uint64_t pfn, uint64_t *
 /* ------------------------------------------------------------ in use */
 
 static __attribute__((always_inline)) inline void
-in_use_add(struct pt_analysis *a, const struct slot *b)
+in_use_add(struct pgtrace_analysis *a, const struct slot *b)
 {
-	struct pt_zone_stats *z = zone_stats(a, slot_zone(b));
+	struct pgtrace_zone_stats *z = zone_stats(a, slot_zone(b));
 	uint64_t np = slot_npages(b);
 
 	a->in_use += np;
@@ -736,7 +736,7 @@ in_use_add(struct pt_analysis *a, const struct slot *b)
 }
 
 static __attribute__((always_inline)) inline void
-in_use_sub(struct pt_analysis *a, const struct slot *b, uint64_t npages)
+in_use_sub(struct pgtrace_analysis *a, const struct slot *b, uint64_t npages)
 {
 	a->in_use -= npages;
 	a->in_use_by_order[slot_order(b)] -= npages;
@@ -750,7 +750,7 @@ in_use_sub(struct pt_analysis *a, const struct slot *b, uint64_t npages)
  * was lost) goes: the later block stays, and the piece's pages stop being
  * in use at @t.
  */
-static int put_pieces(struct pt_analysis *a, const struct slot *b, uint64_t t, uint64_t from,
+static int put_pieces(struct pgtrace_analysis *a, const struct slot *b, uint64_t t, uint64_t from,
 		      uint64_t to)
 {
 	while (from < to) {
@@ -781,10 +781,10 @@ static int put_pieces(struct pt_analysis *a, const struct slot *b, uint64_t t, u
  * Place new block @nb at @pfn where do_alloc() found no empty flat slot:
  * a new leaf, the hash map, or over a block already there.
  */
-static __attribute__((noinline)) int place_slow(struct pt_analysis *a, uint64_t pfn,
+static __attribute__((noinline)) int place_slow(struct pgtrace_analysis *a, uint64_t pfn,
 						const struct slot *nb)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	struct slot old;
 
 	if (!blk_get(m, pfn, &old))
@@ -799,11 +799,11 @@ static __attribute__((noinline)) int place_slow(struct pt_analysis *a, uint64_t 
 }
 
 static __attribute__((always_inline)) inline int
-do_alloc(struct pt_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, uint32_t zone,
+do_alloc(struct pgtrace_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, uint32_t zone,
 	 bool snap)
 {
-	struct pt_analysis_priv *m = a->priv;
-	unsigned int order = pt_life_order(np);
+	struct pgtrace_analysis_priv *m = a->priv;
+	unsigned int order = pgtrace_life_order(np);
 	struct slot nb = { .time_ns = t, .info = slot_info(np, order, snap, zone) };
 	uint64_t off = pfn - m->flat_lo;
 	struct hslot *h;
@@ -841,9 +841,9 @@ placed:
 
 /* Block @b loses [cur, cur + len) at @t. */
 static __attribute__((always_inline)) inline void
-end_part(struct pt_analysis *a, const struct slot *b, uint64_t t, uint64_t cur, uint64_t len)
+end_part(struct pgtrace_analysis *a, const struct slot *b, uint64_t t, uint64_t cur, uint64_t len)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 
 	in_use_sub(a, b, len);
 	if (m->p.change)
@@ -856,10 +856,10 @@ end_part(struct pt_analysis *a, const struct slot *b, uint64_t t, uint64_t cur, 
  * A free or reclaim that is not of one whole block: of part of one, of
  * several, of none, or in the hash map.
  */
-static __attribute__((noinline)) int end_slow(struct pt_analysis *a, uint64_t t, uint64_t pfn,
+static __attribute__((noinline)) int end_slow(struct pgtrace_analysis *a, uint64_t t, uint64_t pfn,
 					      uint64_t np, unsigned int type)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	uint64_t cur = pfn, rem = np;
 	bool matched = false;
 	int ret;
@@ -894,9 +894,9 @@ static __attribute__((noinline)) int end_slow(struct pt_analysis *a, uint64_t t,
 }
 
 static __attribute__((always_inline)) inline int
-do_end(struct pt_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, unsigned int type)
+do_end(struct pgtrace_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, unsigned int type)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	uint64_t off = pfn - m->flat_lo;
 	struct hslot *h;
 	struct leaf *l;
@@ -932,15 +932,15 @@ do_end(struct pt_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, unsigned in
 /* ------------------------------------------------------------- counts */
 
 /* The rate bin of @t has moved: find it, halving the resolution as needed. */
-static __attribute__((noinline)) struct pt_rate_bin *rate_bin_slow(struct pt_analysis *a,
+static __attribute__((noinline)) struct pgtrace_rate_bin *rate_bin_slow(struct pgtrace_analysis *a,
 								   uint64_t t)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	uint64_t idx = t < a->origin_ns ? 0 : (t - a->origin_ns) / a->bin_ns;
 
-	while (idx >= PT_RATE_BINS) {
-		for (unsigned int i = 0; i < PT_RATE_BINS / 2; i++) {
-			struct pt_rate_bin x = a->bins[2 * i];
+	while (idx >= PGTRACE_RATE_BINS) {
+		for (unsigned int i = 0; i < PGTRACE_RATE_BINS / 2; i++) {
+			struct pgtrace_rate_bin x = a->bins[2 * i];
 
 			for (int k = 0; k < 4; k++) {
 				x.events[k] += a->bins[2 * i + 1].events[k];
@@ -949,8 +949,8 @@ static __attribute__((noinline)) struct pt_rate_bin *rate_bin_slow(struct pt_ana
 			x.lost += a->bins[2 * i + 1].lost;
 			a->bins[i] = x;
 		}
-		memset(a->bins + PT_RATE_BINS / 2, 0,
-		       PT_RATE_BINS / 2 * sizeof(*a->bins));
+		memset(a->bins + PGTRACE_RATE_BINS / 2, 0,
+		       PGTRACE_RATE_BINS / 2 * sizeof(*a->bins));
 		a->nr_bins = (a->nr_bins + 1) / 2;
 		a->bin_ns *= 2;
 		m->bin_lo = m->bin_hi = 0;
@@ -967,10 +967,10 @@ static __attribute__((noinline)) struct pt_rate_bin *rate_bin_slow(struct pt_ana
 }
 
 /* The rate bin of @t; in time order, mostly the one before. */
-static __attribute__((always_inline)) inline struct pt_rate_bin *
-rate_bin(struct pt_analysis *a, uint64_t t)
+static __attribute__((always_inline)) inline struct pgtrace_rate_bin *
+rate_bin(struct pgtrace_analysis *a, uint64_t t)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 
 	if (likely(t >= m->bin_lo && t < m->bin_hi))
 		return &a->bins[m->bin_idx];
@@ -979,22 +979,22 @@ rate_bin(struct pt_analysis *a, uint64_t t)
 
 /* The counts of an event that need no order: its zone's, its time's. */
 static __attribute__((always_inline)) inline void
-count_event(struct pt_analysis *a, uint64_t t, unsigned int type, uint64_t np, uint32_t zone,
+count_event(struct pgtrace_analysis *a, uint64_t t, unsigned int type, uint64_t np, uint32_t zone,
 	    bool snap)
 {
-	struct pt_zone_stats *z = zone_stats(a, zone);
+	struct pgtrace_zone_stats *z = zone_stats(a, zone);
 
 	z->events[type]++;
 	z->pages[type] += np;
 	if (!snap) {
-		struct pt_rate_bin *b;
+		struct pgtrace_rate_bin *b;
 
 		if (a->priv->bin_early)
 			return;	/* counted by add_run() */
 		b = rate_bin(a, t);
 		b->events[type]++;
 		b->pages[type] += np;
-	} else if (type == PT_EV_ALLOC) {
+	} else if (type == PGTRACE_EV_ALLOC) {
 		/* The state at the start: outside the time line. */
 		a->snapshot_events++;
 		a->snapshot_pages += np;
@@ -1003,17 +1003,17 @@ count_event(struct pt_analysis *a, uint64_t t, unsigned int type, uint64_t np, u
 
 /* Count event @e and apply it to the blocks. */
 static __attribute__((always_inline)) inline int
-an_process(struct pt_analysis *a, const struct pt_cevent *e, const struct pt_event *full,
+an_process(struct pgtrace_analysis *a, const struct pgtrace_compact_event *e, const struct pgtrace_event *full,
 	   bool snap)
 {
-	struct pt_analysis_priv *m = a->priv;
-	unsigned int type = pt_cevent_type(e);
-	uint64_t np = pt_cevent_npages(e);
+	struct pgtrace_analysis_priv *m = a->priv;
+	unsigned int type = pgtrace_compact_event_type(e);
+	uint64_t np = pgtrace_compact_event_npages(e);
 	uint32_t zone = zone_of(a, e->pfn);
 	int ret;
 
 	count_event(a, e->time_ns, type, np, zone, snap);
-	if (type == PT_EV_ALLOC)
+	if (type == PGTRACE_EV_ALLOC)
 		ret = do_alloc(a, e->time_ns, e->pfn, np, zone, snap);
 	else
 		ret = do_end(a, e->time_ns, e->pfn, np, type);
@@ -1031,9 +1031,9 @@ an_process(struct pt_analysis *a, const struct pt_cevent *e, const struct pt_eve
  * it is hashed).
  */
 static __attribute__((always_inline)) inline uint64_t *
-cell_at(const struct pt_analysis_priv *m, uint64_t pfn, uint64_t flat_lo, uint64_t flat_span,
-	struct leaf *const *dir, struct pt_zone_stats *const *leaf_zs,
-	struct pt_zone_stats **zs)
+cell_at(const struct pgtrace_analysis_priv *m, uint64_t pfn, uint64_t flat_lo, uint64_t flat_span,
+	struct leaf *const *dir, struct pgtrace_zone_stats *const *leaf_zs,
+	struct pgtrace_zone_stats **zs)
 {
 	uint64_t off = pfn - flat_lo;
 	struct leaf *l;
@@ -1053,13 +1053,13 @@ cell_at(const struct pt_analysis_priv *m, uint64_t pfn, uint64_t flat_lo, uint64
  * leaf of one zone) inline and the figures it changes most in registers;
  * anything else goes through an_process().
  */
-static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev,
+static unsigned int apply_fast(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
 			       unsigned int upto, unsigned int n, int *ret)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	const uint64_t flat_lo = m->flat_lo, flat_span = m->flat_span;
 	struct leaf *const *dir = m->dir;
-	struct pt_zone_stats *const *leaf_zs = m->leaf_zs;
+	struct pgtrace_zone_stats *const *leaf_zs = m->leaf_zs;
 	uint64_t in_use = a->in_use, blocks = a->in_use_blocks;
 	uint64_t peak = a->peak_in_use, peak_ns = a->peak_ns;
 	/*
@@ -1067,17 +1067,17 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 	 * and its leaf's zone figures, found when its cell is prefetched.
 	 */
 	uint64_t *ring_cp[PREFETCH_AHEAD];
-	struct pt_zone_stats *ring_zs[PREFETCH_AHEAD];
+	struct pgtrace_zone_stats *ring_zs[PREFETCH_AHEAD];
 	unsigned int i;
 
 	_Static_assert(!(PREFETCH_AHEAD & (PREFETCH_AHEAD - 1)), "a ring");
 	for (i = 0; i < PREFETCH_AHEAD && i < n; i++)
 		ring_cp[i] = cell_at(m, ev[i].pfn, flat_lo, flat_span, dir, leaf_zs, &ring_zs[i]);
 	for (i = 0; i < upto; i++) {
-		const struct pt_cevent *e = &ev[i];
-		uint64_t t = e->time_ns, np = pt_cevent_npages(e);
-		unsigned int type = pt_cevent_type(e), r = i & (PREFETCH_AHEAD - 1);
-		struct pt_zone_stats *zs = ring_zs[r];
+		const struct pgtrace_compact_event *e = &ev[i];
+		uint64_t t = e->time_ns, np = pgtrace_compact_event_npages(e);
+		unsigned int type = pgtrace_compact_event_type(e), r = i & (PREFETCH_AHEAD - 1);
+		struct pgtrace_zone_stats *zs = ring_zs[r];
 		uint64_t *cp = ring_cp[r], c;
 
 		if (i + PREFETCH_AHEAD < n) {
@@ -1089,7 +1089,7 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 		if (unlikely(!cp))
 			goto slow;
 		c = *cp;
-		if (type == PT_EV_ALLOC) {
+		if (type == PGTRACE_EV_ALLOC) {
 			/* An empty cell, and a block that fits one. */
 			if (unlikely(c | (np & (np - 1)) | (t & CELL_TIME_BAD)))
 				goto slow;
@@ -1099,7 +1099,7 @@ static unsigned int apply_fast(struct pt_analysis *a, const struct pt_cevent *ev
 		}
 		zs->events[type]++;
 		zs->pages[type] += np;
-		if (type == PT_EV_ALLOC) {
+		if (type == PGTRACE_EV_ALLOC) {
 			unsigned int order = __builtin_ctzll(np);
 
 			*cp = (order + 1ULL) | (uint64_t)order << CELL_ORDER_SHIFT |
@@ -1156,11 +1156,11 @@ slow:
  * Apply merged events @ev[0, @upto) of @n in time order, the block slot of
  * each prefetched PREFETCH_AHEAD events before: return how many were.
  */
-static unsigned int an_apply(struct pt_analysis *a, const struct pt_cevent *ev,
-			     const struct pt_event *full, unsigned int upto, unsigned int n,
+static unsigned int an_apply(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
+			     const struct pgtrace_event *full, unsigned int upto, unsigned int n,
 			     int *ret)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	unsigned int i;
 
 	*ret = 0;
@@ -1179,9 +1179,9 @@ static unsigned int an_apply(struct pt_analysis *a, const struct pt_cevent *ev,
  * the last PREFETCH_AHEAD: the slots of those are being prefetched, and
  * the merge goes on after them.
  */
-static int process_out(struct pt_analysis *a, bool keep)
+static int process_out(struct pgtrace_analysis *a, bool keep)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	unsigned int i, n = m->nr_out;
 	int ret;
 
@@ -1196,18 +1196,18 @@ static int process_out(struct pt_analysis *a, bool keep)
 
 /* -------------------------------------------------------- time order */
 
-static struct queue *get_queue(struct pt_analysis_priv *m, uint32_t cpu)
+static struct queue *get_queue(struct pgtrace_analysis_priv *m, uint32_t cpu)
 {
 	unsigned int i = cpu + 1U, nr;
 	struct queue *n;
 
 	if (i >= m->nr_q) {
-		if (i > PT_GO_MAX_P)
+		if (i > PGTRACE_GO_MAX_P)
 			return NULL;
 		/* Doubling: CPUs (and Go Ps) come by one at a time. */
 		nr = i + 1 > 2 * m->nr_q ? i + 1 : 2 * m->nr_q;
-		if (nr > PT_GO_MAX_P + 1)
-			nr = PT_GO_MAX_P + 1;
+		if (nr > PGTRACE_GO_MAX_P + 1)
+			nr = PGTRACE_GO_MAX_P + 1;
 		n = realloc(m->q, nr * sizeof(*n));
 		if (!n)
 			return NULL;
@@ -1232,10 +1232,10 @@ static uint64_t head_time(const struct queue *q)
 }
 
 /* Build the loser tree over the queues' first events. */
-static int tree_build(struct pt_analysis_priv *m)
+static int tree_build(struct pgtrace_analysis_priv *m)
 {
 	unsigned int used = m->q_hi > m->q_off ? m->q_hi - m->q_off : 1, nl = 1;
-	const struct pt_cevent **end;
+	const struct pgtrace_compact_event **end;
 	struct cursor *cur;
 	tkey *win;
 
@@ -1306,9 +1306,9 @@ DEFINE_REPLAY(replay128, tkey)
  * max_held, into out in time order, applying them as it fills.
  */
 static __attribute__((always_inline)) inline int
-an_merge(struct pt_analysis *a, uint64_t bound, const bool wide)
+an_merge(struct pgtrace_analysis *a, uint64_t bound, const bool wide)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	uint64_t excess = m->held > m->p.max_held ? m->held - m->p.max_held : 0;
 	uint64_t n = 0, late = 0, last = m->last_released;
 	struct cursor *cur = m->cur;
@@ -1361,7 +1361,7 @@ an_merge(struct pt_analysis *a, uint64_t bound, const bool wide)
 }
 
 /* The first of @p[0, @n) at or after @t (sorted by time). */
-static const struct pt_cevent *first_at(const struct pt_cevent *p, size_t n, uint64_t t)
+static const struct pgtrace_compact_event *first_at(const struct pgtrace_compact_event *p, size_t n, uint64_t t)
 {
 	while (n) {
 		size_t h = n / 2;
@@ -1384,12 +1384,12 @@ static const struct pt_cevent *first_at(const struct pt_cevent *p, size_t n, uin
  * multiples of 128 ns, so the time of a bucket is exact.  Return 1 if it
  * does not apply, else what an_apply() returned.
  */
-static int merge_sort(struct pt_analysis *a, uint64_t bound)
+static int merge_sort(struct pgtrace_analysis *a, uint64_t bound)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	uint64_t lo = UINT64_MAX, hi = 0, total = 0, span, last = m->last_released, late = 0;
-	const struct pt_cevent **end = m->sort_end;
-	struct pt_cevent *out;
+	const struct pgtrace_compact_event **end = m->sort_end;
+	struct pgtrace_compact_event *out;
 	unsigned int used = m->q_hi - m->q_off;
 	uint32_t *cnt;
 	int ret;
@@ -1430,7 +1430,7 @@ static int merge_sort(struct pt_analysis *a, uint64_t bound)
 	out = m->sorted;
 	memset(cnt, 0, span * sizeof(*cnt));
 	for (unsigned int i = 0; i < used; i++)
-		for (const struct pt_cevent *e = m->cur[i].p; e < end[i]; e++)
+		for (const struct pgtrace_compact_event *e = m->cur[i].p; e < end[i]; e++)
 			cnt[(e->time_ns - lo) >> PAGETRACE_TIME_LOST_BITS]++;
 	for (uint64_t b = 0, sum = 0; b < span; b++) {
 		uint32_t k = cnt[b];
@@ -1439,7 +1439,7 @@ static int merge_sort(struct pt_analysis *a, uint64_t bound)
 		sum += k;
 	}
 	for (unsigned int i = 0; i < used; i++) {
-		for (const struct pt_cevent *e = m->cur[i].p; e < end[i]; e++)
+		for (const struct pgtrace_compact_event *e = m->cur[i].p; e < end[i]; e++)
 			out[cnt[(e->time_ns - lo) >> PAGETRACE_TIME_LOST_BITS]++] = *e;
 		m->cur[i].p = end[i];
 	}
@@ -1458,7 +1458,7 @@ static int merge_sort(struct pt_analysis *a, uint64_t bound)
 }
 
 /* Queued events before this time may go now (0: none may). */
-static uint64_t release_bound(const struct pt_analysis_priv *m, bool drain)
+static uint64_t release_bound(const struct pgtrace_analysis_priv *m, bool drain)
 {
 	uint64_t b = 0;
 
@@ -1485,9 +1485,9 @@ static uint64_t release_bound(const struct pt_analysis_priv *m, bool drain)
 }
 
 /* Release what may go; with @drain, everything, and apply it all. */
-static int an_release(struct pt_analysis *a, bool drain)
+static int an_release(struct pgtrace_analysis *a, bool drain)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	unsigned int used;
 	uint64_t bound;
 	int ret = 0;
@@ -1536,7 +1536,7 @@ static int an_release(struct pt_analysis *a, bool drain)
 }
 
 /* Room for @n more events at the tail of @q. */
-static int queue_room(struct pt_analysis_priv *m, struct queue *q, size_t n)
+static int queue_room(struct pgtrace_analysis_priv *m, struct queue *q, size_t n)
 {
 	size_t len = q->tail - q->head, cap;
 
@@ -1555,14 +1555,14 @@ static int queue_room(struct pt_analysis_priv *m, struct queue *q, size_t n)
 	for (cap = q->cap ? 2 * q->cap : 1024; cap < 2 * (len + n); cap *= 2)
 		;
 	{
-		struct pt_cevent *ev = realloc(q->ev, cap * sizeof(*ev));
+		struct pgtrace_compact_event *ev = realloc(q->ev, cap * sizeof(*ev));
 
 		if (!ev)
 			return -ENOMEM;
 		q->ev = ev;
 	}
 	if (m->want_full) {
-		struct pt_event *full = realloc(q->full, cap * sizeof(*full));
+		struct pgtrace_event *full = realloc(q->full, cap * sizeof(*full));
 
 		if (!full)
 			return -ENOMEM;
@@ -1573,10 +1573,10 @@ static int queue_room(struct pt_analysis_priv *m, struct queue *q, size_t n)
 }
 
 /* Event @i of @q is earlier than the one before it (Go): move it back. */
-static void queue_sort_in(struct pt_analysis_priv *m, struct queue *q, size_t i)
+static void queue_sort_in(struct pgtrace_analysis_priv *m, struct queue *q, size_t i)
 {
-	struct pt_cevent ev = q->ev[i];
-	struct pt_event full;
+	struct pgtrace_compact_event ev = q->ev[i];
+	struct pgtrace_event full;
 	size_t j = i;
 
 	if (m->want_full)
@@ -1595,9 +1595,9 @@ static void queue_sort_in(struct pt_analysis_priv *m, struct queue *q, size_t i)
 }
 
 /* @n events were written at the tail of @q: queue them, and release. */
-static int queue_commit(struct pt_analysis *a, struct queue *q, unsigned int n)
+static int queue_commit(struct pgtrace_analysis *a, struct queue *q, unsigned int n)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	bool was_empty = q->head == q->tail;
 	uint64_t max = m->max_seen;
 
@@ -1637,7 +1637,7 @@ static int queue_commit(struct pt_analysis *a, struct queue *q, unsigned int n)
  * How many of @n events to queue at once: near max_held, one at a time,
  * so that each one pushes the earliest out.
  */
-static unsigned int queue_take(const struct pt_analysis_priv *m, unsigned int n)
+static unsigned int queue_take(const struct pgtrace_analysis_priv *m, unsigned int n)
 {
 	uint64_t room = m->p.max_held - m->held;
 
@@ -1646,14 +1646,14 @@ static unsigned int queue_take(const struct pt_analysis_priv *m, unsigned int n)
 
 /* ---------------------------------------------------------- arrival */
 
-static int on_chunk(const struct pt_chunk *c, void *arg)
+static int on_chunk(const struct pgtrace_chunk *c, void *arg)
 {
-	struct pt_analysis *a = arg;
+	struct pgtrace_analysis *a = arg;
 
-	pt_stats_add_chunk(&a->stats, c);
+	pgtrace_stats_add_chunk(&a->stats, c);
 	if (c->lost) {
-		if (a->nr_lost_sites < PT_MAX_LOST_SITES) {
-			struct pt_lost_site *l = &a->lost_sites[a->nr_lost_sites++];
+		if (a->nr_lost_sites < PGTRACE_MAX_LOST_SITES) {
+			struct pgtrace_lost_site *l = &a->lost_sites[a->nr_lost_sites++];
 
 			l->offset = c->offset;
 			l->time_ns = c->time_ns;
@@ -1666,31 +1666,31 @@ static int on_chunk(const struct pt_chunk *c, void *arg)
 }
 
 /*
- * pt_stats_add_run(), and with @bin (bin_early, not a snapshot) the run's
+ * pgtrace_stats_add_run(), and with @bin (bin_early, not a snapshot) the run's
  * rate bins: they need no time order, and a run mostly falls in one bin,
- * whose counts then grow by what pt_stats_add_run() added by type.  A v1
+ * whose counts then grow by what pgtrace_stats_add_run() added by type.  A v1
  * run is @sorted by time.
  */
-static void add_run(struct pt_analysis *a, const struct pt_cevent *evs, unsigned int n,
+static void add_run(struct pgtrace_analysis *a, const struct pgtrace_compact_event *evs, unsigned int n,
 		    uint32_t cpu, bool bin, bool sorted)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	uint64_t ev[4], pg[4], lo = UINT64_MAX, hi = 0;
-	struct pt_rate_bin *b;
+	struct pgtrace_rate_bin *b;
 
 	if (!bin || !n) {
 		if (sorted)
-			pt_stats_add_sorted_run(&a->stats, evs, n, cpu);
+			pgtrace_stats_add_sorted_run(&a->stats, evs, n, cpu);
 		else
-			pt_stats_add_run(&a->stats, evs, n, cpu);
+			pgtrace_stats_add_run(&a->stats, evs, n, cpu);
 		return;
 	}
 	memcpy(ev, a->stats.by_type, sizeof(ev));
 	memcpy(pg, a->stats.pages_by_type, sizeof(pg));
 	if (sorted)
-		pt_stats_add_sorted_run(&a->stats, evs, n, cpu);
+		pgtrace_stats_add_sorted_run(&a->stats, evs, n, cpu);
 	else
-		pt_stats_add_run(&a->stats, evs, n, cpu);
+		pgtrace_stats_add_run(&a->stats, evs, n, cpu);
 	if (sorted) {
 		lo = evs[0].time_ns;
 		hi = evs[n - 1].time_ns;
@@ -1703,36 +1703,36 @@ static void add_run(struct pt_analysis *a, const struct pt_cevent *evs, unsigned
 	/* The latest first: it may halve the resolution. */
 	b = rate_bin(a, hi);
 	if (lo >= m->bin_lo && hi < m->bin_hi) {
-		for (unsigned int k = PT_EV_ALLOC; k <= PT_EV_RECLAIM; k++) {
+		for (unsigned int k = PGTRACE_EV_ALLOC; k <= PGTRACE_EV_RECLAIM; k++) {
 			b->events[k] += a->stats.by_type[k] - ev[k];
 			b->pages[k] += a->stats.pages_by_type[k] - pg[k];
 		}
 		return;
 	}
 	for (unsigned int i = 0; i < n; i++) {
-		unsigned int type = pt_cevent_type(&evs[i]);
+		unsigned int type = pgtrace_compact_event_type(&evs[i]);
 
 		b = rate_bin(a, evs[i].time_ns);
 		b->events[type]++;
-		b->pages[type] += pt_cevent_npages(&evs[i]);
+		b->pages[type] += pgtrace_compact_event_npages(&evs[i]);
 	}
 }
 
 /* A run of one CPU's events from one chunk; @full with the event hook. */
-static int arrive_run(struct pt_analysis *a, uint32_t cpu, uint16_t chunk_flags,
-		      const struct pt_cevent *evs, const struct pt_event *full,
+static int arrive_run(struct pgtrace_analysis *a, uint32_t cpu, uint16_t chunk_flags,
+		      const struct pgtrace_compact_event *evs, const struct pgtrace_event *full,
 		      unsigned int n)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	bool snap = chunk_flags & PAGETRACE_CHUNK_SNAPSHOT;
 	struct queue *q;
 	int ret;
 
 	add_run(a, evs, n, cpu, m->bin_early && !snap, m->all_cpus_known && !snap);
-	if (m->p.flags & PT_ANALYSIS_UNORDERED) {
+	if (m->p.flags & PGTRACE_ANALYSIS_UNORDERED) {
 		for (unsigned int i = 0; i < n; i++)
-			count_event(a, evs[i].time_ns, pt_cevent_type(&evs[i]),
-				    pt_cevent_npages(&evs[i]), zone_of(a, evs[i].pfn), snap);
+			count_event(a, evs[i].time_ns, pgtrace_compact_event_type(&evs[i]),
+				    pgtrace_compact_event_npages(&evs[i]), zone_of(a, evs[i].pfn), snap);
 		return 0;
 	}
 	if (snap) {
@@ -1768,22 +1768,22 @@ static int arrive_run(struct pt_analysis *a, uint32_t cpu, uint16_t chunk_flags,
 }
 
 /* With the event hook: a batch of full events, cut into runs of one CPU. */
-static int arrive_batch(struct pt_analysis *a, unsigned int n)
+static int arrive_batch(struct pgtrace_analysis *a, unsigned int n)
 {
-	struct pt_analysis_priv *m = a->priv;
-	const struct pt_event *b = m->batch;
+	struct pgtrace_analysis_priv *m = a->priv;
+	const struct pgtrace_event *b = m->batch;
 	unsigned int i = 0;
 
 	while (i < n) {
 		unsigned int j = i, k = 0;
 		int ret;
 
-		if (b[i].type < PT_EV_ALLOC || b[i].type > PT_EV_RECLAIM) {
+		if (b[i].type < PGTRACE_EV_ALLOC || b[i].type > PGTRACE_EV_RECLAIM) {
 			i++;	/* a task record */
 			continue;
 		}
 		while (j < n && b[j].cpu == b[i].cpu && b[j].chunk_flags == b[i].chunk_flags &&
-		       b[j].type >= PT_EV_ALLOC && b[j].type <= PT_EV_RECLAIM) {
+		       b[j].type >= PGTRACE_EV_ALLOC && b[j].type <= PGTRACE_EV_RECLAIM) {
 			m->run[k].time_ns = b[j].time_ns;
 			m->run[k].pfn = b[j].pfn;
 			m->run[k].npages_type = b[j].npages << 2 | b[j].type;
@@ -1802,20 +1802,20 @@ static int arrive_batch(struct pt_analysis *a, unsigned int n)
  * Without the event hook, each run of a v1 stream is decoded straight into
  * its CPU's queue: 0 at the end of the stream, or an error.
  */
-static int collect_in_place(struct pt_reader *r, struct pt_analysis *a)
+static int collect_in_place(struct pgtrace_reader *r, struct pgtrace_analysis *a)
 {
-	struct pt_analysis_priv *m = a->priv;
-	const struct pt_chunk *c;
+	struct pgtrace_analysis_priv *m = a->priv;
+	const struct pgtrace_chunk *c;
 	int ret;
 
-	while ((ret = pt_reader_peek_chunk(r, &c)) > 0) {
+	while ((ret = pgtrace_reader_peek_chunk(r, &c)) > 0) {
 		uint64_t offset = c->offset;
 		uint32_t cpu = c->cpu;
 		struct queue *q;
 		unsigned int k;
 
 		if (c->flags & PAGETRACE_CHUNK_SNAPSHOT) {
-			ret = pt_reader_next_run(r, m->run, RUN, &c);
+			ret = pgtrace_reader_next_run(r, m->run, RUN, &c);
 			if (ret > 0)
 				ret = arrive_run(a, c->cpu, c->flags, m->run, NULL, ret);
 			if (ret < 0)
@@ -1828,7 +1828,7 @@ static int collect_in_place(struct pt_reader *r, struct pt_analysis *a)
 		k = queue_take(m, RUN);
 		ret = queue_room(m, q, k);
 		if (!ret)
-			ret = pt_reader_next_run(r, q->ev + q->tail, k, &c);
+			ret = pgtrace_reader_next_run(r, q->ev + q->tail, k, &c);
 		if (ret <= 0)
 			return ret;
 		if (c->offset != offset) {
@@ -1849,7 +1849,7 @@ static int collect_in_place(struct pt_reader *r, struct pt_analysis *a)
 
 static int cmp_zone(const void *x, const void *y)
 {
-	const struct pt_zone *a = x, *b = y;
+	const struct pgtrace_zone *a = x, *b = y;
 
 	return a->start_pfn < b->start_pfn ? -1 : a->start_pfn > b->start_pfn;
 }
@@ -1858,13 +1858,13 @@ static int cmp_zone(const void *x, const void *y)
  * The flat map spans the zones from a leaf boundary, FLAT_MAX_PFNS at
  * most; each leaf's zone is known up front unless a zone edge is in it.
  */
-static int flat_init(struct pt_analysis *a)
+static int flat_init(struct pgtrace_analysis *a)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 	uint64_t lo = UINT64_MAX, hi = 0, nr;
 
 	for (unsigned int i = 0; i < a->nr_zones; i++) {
-		const struct pt_zone *z = &a->zones[i];
+		const struct pgtrace_zone *z = &a->zones[i];
 
 		if (z->start_pfn >= z->end_pfn || z->start_pfn > PAGETRACE_PFN_MAX)
 			continue;
@@ -1887,7 +1887,7 @@ static int flat_init(struct pt_analysis *a)
 	m->flat_lo = lo;
 	m->flat_span = nr << LEAF_SHIFT;
 	for (uint64_t i = 0; i < nr; i++)
-		m->leaf_zone[i] = pt_analysis_zone(a, lo + (i << LEAF_SHIFT));
+		m->leaf_zone[i] = pgtrace_analysis_zone(a, lo + (i << LEAF_SHIFT));
 	/* A zone starting or ending inside a leaf: its PFNs differ. */
 	for (unsigned int i = 0; i < a->nr_zones; i++) {
 		uint64_t edge[2] = { a->zones[i].start_pfn, a->zones[i].end_pfn };
@@ -1902,17 +1902,17 @@ static int flat_init(struct pt_analysis *a)
 	return 0;
 }
 
-static int an_init(struct pt_reader *r, struct pt_analysis *a,
-		   const struct pt_analysis_params *p)
+static int an_init(struct pgtrace_reader *r, struct pgtrace_analysis *a,
+		   const struct pgtrace_analysis_params *p)
 {
-	const struct pagetrace_header *h = pt_reader_header(r);
-	const struct pt_session *ses = pt_reader_session(r);
-	const struct pt_zone *z;
-	struct pt_analysis_priv *m;
+	const struct pagetrace_header *h = pgtrace_reader_header(r);
+	const struct pgtrace_session *ses = pgtrace_reader_session(r);
+	const struct pgtrace_zone *z;
+	struct pgtrace_analysis_priv *m;
 	int ret;
 
 	memset(a, 0, sizeof(*a));
-	ret = pt_stats_init(&a->stats, h->nr_cpus);
+	ret = pgtrace_stats_init(&a->stats, h->nr_cpus);
 	if (ret)
 		return ret;
 	m = a->priv = calloc(1, sizeof(*m));
@@ -1930,16 +1930,16 @@ static int an_init(struct pt_reader *r, struct pt_analysis *a,
 				       4000000ULL * (ses ? ses->flush_ms : 0);
 	}
 	m->want_full = m->p.event;
-	m->bin_early = !m->p.event && !m->p.change && !(m->p.flags & PT_ANALYSIS_UNORDERED);
+	m->bin_early = !m->p.event && !m->p.change && !(m->p.flags & PGTRACE_ANALYSIS_UNORDERED);
 	m->sortable = h->header_size && !m->want_full;
-	a->nr_zones = pt_reader_zones(r, &z);
+	a->nr_zones = pgtrace_reader_zones(r, &z);
 	/* Zone indexes fit a slot: a header of 1 MiB holds fewer zones. */
 	if (a->nr_zones >= SLOT_ZONE_OTHER)
 		return -EOVERFLOW;
 	a->zones = calloc(a->nr_zones + 1, sizeof(*a->zones));
 	a->zone_stats = calloc(a->nr_zones + 1, sizeof(*a->zone_stats));
-	a->bins = calloc(PT_RATE_BINS, sizeof(*a->bins));
-	a->life = calloc(PT_LIFE_ORDERS, sizeof(*a->life));
+	a->bins = calloc(PGTRACE_RATE_BINS, sizeof(*a->bins));
+	a->life = calloc(PGTRACE_LIFE_ORDERS, sizeof(*a->life));
 	m->map_bits = MAP_MIN_BITS;
 	m->map = calloc(1ULL << m->map_bits, sizeof(*m->map));
 	if (m->want_full) {
@@ -1979,29 +1979,29 @@ static int an_init(struct pt_reader *r, struct pt_analysis *a,
 	return 0;
 }
 
-int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
-			const struct pt_analysis_params *p)
+int pgtrace_analysis_collect(struct pgtrace_reader *r, struct pgtrace_analysis *a,
+			const struct pgtrace_analysis_params *p)
 {
-	struct pt_analysis_priv *m;
-	const struct pt_chunk *c;
+	struct pgtrace_analysis_priv *m;
+	const struct pgtrace_chunk *c;
 	int ret, ret2;
 
 	ret = an_init(r, a, p);
 	if (ret)
 		return ret;
 	m = a->priv;
-	pt_reader_set_chunk_cb(r, on_chunk, a);
+	pgtrace_reader_set_chunk_cb(r, on_chunk, a);
 	if (m->want_full) {
-		while ((ret = pt_reader_next_batch(r, m->batch, RUN)) > 0) {
+		while ((ret = pgtrace_reader_next_batch(r, m->batch, RUN)) > 0) {
 			ret = arrive_batch(a, ret);
 			if (ret)
 				break;
 		}
-	} else if (!(m->p.flags & PT_ANALYSIS_UNORDERED) && pt_reader_header(r)->header_size) {
+	} else if (!(m->p.flags & PGTRACE_ANALYSIS_UNORDERED) && pgtrace_reader_header(r)->header_size) {
 		ret = collect_in_place(r, a);
 	} else {
 		/* Unordered, or a Go trace (header_size 0: no peeking). */
-		while ((ret = pt_reader_next_run(r, m->run, RUN, &c)) > 0) {
+		while ((ret = pgtrace_reader_next_run(r, m->run, RUN, &c)) > 0) {
 			ret = arrive_run(a, c->cpu, c->flags, m->run, NULL, ret);
 			if (ret)
 				break;
@@ -2011,22 +2011,22 @@ int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
 	ret2 = m->err ? 0 : an_release(a, true);
 	if (!ret)
 		ret = ret2;
-	pt_reader_set_chunk_cb(r, NULL, NULL);
+	pgtrace_reader_set_chunk_cb(r, NULL, NULL);
 	life_total(a);
-	if (a->stats.nr_cpus > pt_reader_header(r)->nr_cpus)
-		a->stats.nr_cpus = pt_reader_header(r)->nr_cpus;
-	a->stats.tasks = pt_reader_counters(r)->tasks;
-	a->stats.bytes = pt_reader_counters(r)->bytes;
+	if (a->stats.nr_cpus > pgtrace_reader_header(r)->nr_cpus)
+		a->stats.nr_cpus = pgtrace_reader_header(r)->nr_cpus;
+	a->stats.tasks = pgtrace_reader_counters(r)->tasks;
+	a->stats.bytes = pgtrace_reader_counters(r)->bytes;
 	if (!a->stats.events)
 		a->stats.first_ns = 0;
 	return ret;
 }
 
-void pt_analysis_free(struct pt_analysis *a)
+void pgtrace_analysis_free(struct pgtrace_analysis *a)
 {
-	struct pt_analysis_priv *m = a->priv;
+	struct pgtrace_analysis_priv *m = a->priv;
 
-	pt_stats_free(&a->stats);
+	pgtrace_stats_free(&a->stats);
 	free(a->zones);
 	free(a->zone_stats);
 	free(a->bins);

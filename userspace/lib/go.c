@@ -28,7 +28,7 @@
 #define GO_BUF_SIZE	(32U << 10)
 #define GO_NPAGES_MAX	(1ULL << (48 - GO_PAGE_SHIFT))
 
-static uint64_t cur_off(const struct pt_reader *r)
+static uint64_t cur_off(const struct pgtrace_reader *r)
 {
 	return r->buf_off + r->pos;
 }
@@ -39,10 +39,10 @@ static int64_t go_pid(uint64_t w)
 	return (int64_t)w >> PAGETRACE_ID_SHIFT;
 }
 
-static struct pt_cpu_state *go_state(struct pt_reader *r, int64_t pid)
+static struct pgtrace_cpu_state *go_state(struct pgtrace_reader *r, int64_t pid)
 {
 	unsigned int i = (unsigned int)(pid + 1), nr;
-	struct pt_cpu_state *n;
+	struct pgtrace_cpu_state *n;
 
 	if (i < r->nr_cpu_states)
 		return &r->cpus[i];
@@ -56,7 +56,7 @@ static struct pt_cpu_state *go_state(struct pt_reader *r, int64_t pid)
 	return &r->cpus[i];
 }
 
-int pt_go_open(struct pt_reader *r)
+int pgtrace_go_open(struct pgtrace_reader *r)
 {
 	struct pagetrace_header *h = &r->hdr;
 	ssize_t have;
@@ -73,11 +73,11 @@ int pt_go_open(struct pt_reader *r)
 	if (!go_state(r, -1))
 		return -ENOMEM;
 	/* Peek for the start time; decoding starts at offset 0 and checks. */
-	have = pt_fill(r, 16);
+	have = pgtrace_fill(r, 16);
 	if (have < 0)
 		return have;
 	if (have >= 16) {
-		uint64_t w1 = pt_load64(r->buf + r->pos + 8);
+		uint64_t w1 = pgtrace_load64(r->buf + r->pos + 8);
 
 		if (!(w1 & (PAGETRACE_TYPE_MASK | PAGETRACE_IS_PID)))
 			h->start_ns = pagetrace_word_sync_ns(w1);
@@ -87,28 +87,28 @@ int pt_go_open(struct pt_reader *r)
 }
 
 /* A buffer starts: @w is its pid word at @off, @w1 the word after it. */
-static int go_start_buffer(struct pt_reader *r, uint64_t off, uint64_t w, uint64_t w1)
+static int go_start_buffer(struct pgtrace_reader *r, uint64_t off, uint64_t w, uint64_t w1)
 {
 	int64_t pid = go_pid(w);
-	struct pt_chunk *c = &r->chunk;
-	struct pt_cpu_state *cs;
+	struct pgtrace_chunk *c = &r->chunk;
+	struct pgtrace_cpu_state *cs;
 
-	if (pid < -1 || pid >= (int64_t)PT_GO_MAX_P)
-		return pt_set_error(r, -EBADMSG, off,
+	if (pid < -1 || pid >= (int64_t)PGTRACE_GO_MAX_P)
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "pid word 0x%016llx has P id %lld, expected -1..%u",
-				    (unsigned long long)w, (long long)pid, PT_GO_MAX_P - 1);
+				    (unsigned long long)w, (long long)pid, PGTRACE_GO_MAX_P - 1);
 	if (w1 & (PAGETRACE_TYPE_MASK | PAGETRACE_IS_PID))
-		return pt_set_error(r, -EBADMSG, off + 8,
+		return pgtrace_set_error(r, -EBADMSG, off + 8,
 				    "word 0x%016llx after a pid word is not a sync word",
 				    (unsigned long long)w1);
 	cs = go_state(r, pid);
 	if (!cs)
-		return pt_set_error(r, -ENOMEM, off, "out of memory");
+		return pgtrace_set_error(r, -ENOMEM, off, "out of memory");
 	if (pid >= (int64_t)r->hdr.nr_cpus)
 		r->hdr.nr_cpus = (uint32_t)pid + 1;
 	memset(c, 0, sizeof(*c));
 	c->offset = off;
-	c->cpu = pid < 0 ? PT_CPU_NONE : (uint32_t)pid;
+	c->cpu = pid < 0 ? PGTRACE_CPU_NONE : (uint32_t)pid;
 	c->seq = cs->next_seq++;
 	c->time_ns = pagetrace_word_sync_ns(w1);
 	r->base_ns = r->last_ns = c->time_ns;
@@ -136,7 +136,7 @@ enum go_stop {
 	GO_ANY_BUFFER_END,	/* at a buffer's end, even with none */
 };
 
-static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max,
+static int go_decode(struct pgtrace_reader *r, struct pgtrace_event *evs, unsigned int max,
 		     enum go_stop stop)
 {
 	unsigned int n = 0;
@@ -149,7 +149,7 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 		ssize_t got;
 
 		/* Two words: a pid word's sync word, a large event's npages. */
-		got = pt_fill(r, 16);
+		got = pgtrace_fill(r, 16);
 		if (got < 0) {
 			ret = (int)got;
 			break;
@@ -159,21 +159,21 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 		if (!have)
 			break;
 		if (have < 8) {
-			ret = pt_set_error(r, -EBADMSG, off,
+			ret = pgtrace_set_error(r, -EBADMSG, off,
 					   "file ends inside a word (%zu bytes left)", have);
 			break;
 		}
 		p = r->buf + r->pos;
-		w = pt_load64(p);
+		w = pgtrace_load64(p);
 		if (pagetrace_word_is_pid(w)) {
 			if (stop == GO_ANY_BUFFER_END || (n && stop == GO_BUFFER_END))
 				break;
 			if (have < 16) {
-				ret = pt_set_error(r, -EBADMSG, off,
+				ret = pgtrace_set_error(r, -EBADMSG, off,
 						   "file ends after a pid word, expected a sync word");
 				break;
 			}
-			ret = go_start_buffer(r, off, w, pt_load64(p + 8));
+			ret = go_start_buffer(r, off, w, pgtrace_load64(p + 8));
 			if (ret)
 				break;
 			r->pos += 16;
@@ -181,7 +181,7 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 			continue;
 		}
 		if (!r->words_left) {
-			ret = pt_set_error(r, -EBADMSG, off,
+			ret = pgtrace_set_error(r, -EBADMSG, off,
 					   "word 0x%016llx before any pid word",
 					   (unsigned long long)w);
 			break;
@@ -190,7 +190,7 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 			uint64_t t = pagetrace_word_sync_ns(w);
 
 			if (t < r->base_ns + PAGETRACE_TIME_MAX_DELTA) {
-				ret = pt_set_error(r, -EBADMSG, off,
+				ret = pgtrace_set_error(r, -EBADMSG, off,
 						   "sync to %llu ns only %lld ns after %llu ns (at least %llu expected)",
 						   (unsigned long long)t,
 						   (long long)(t - r->base_ns),
@@ -206,20 +206,20 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 		npages = pagetrace_word_npages(w);
 		if (pagetrace_word_is_large(w)) {
 			if (have < 16) {
-				ret = pt_set_error(r, -EBADMSG, off,
+				ret = pgtrace_set_error(r, -EBADMSG, off,
 						   "file ends inside a large event");
 				break;
 			}
 			if (npages) {
-				ret = pt_set_error(r, -EBADMSG, off,
+				ret = pgtrace_set_error(r, -EBADMSG, off,
 						   "large event word 0x%016llx has npages field %llu, expected 0",
 						   (unsigned long long)w,
 						   (unsigned long long)npages);
 				break;
 			}
-			npages = pt_load64(p + 8);
+			npages = pgtrace_load64(p + 8);
 			if (npages <= PAGETRACE_NPAGES_MAX || npages > GO_NPAGES_MAX) {
-				ret = pt_set_error(r, -EBADMSG, off,
+				ret = pgtrace_set_error(r, -EBADMSG, off,
 						   "large event has npages %llu, expected %llu..%llu",
 						   (unsigned long long)npages,
 						   PAGETRACE_NPAGES_MAX + 1, GO_NPAGES_MAX);
@@ -229,7 +229,7 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 			r->cnt.bytes += 16;
 		} else {
 			if (!npages) {
-				ret = pt_set_error(r, -EBADMSG, off,
+				ret = pgtrace_set_error(r, -EBADMSG, off,
 						   "event word 0x%016llx has npages 0",
 						   (unsigned long long)w);
 				break;
@@ -242,7 +242,7 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 		evs[n].npages = npages;
 		evs[n].offset = off;
 		evs[n].seq = r->chunk.seq;
-		evs[n].task = PT_TASK_UNKNOWN;
+		evs[n].task = PGTRACE_TASK_UNKNOWN;
 		evs[n].cpu = r->chunk.cpu;
 		evs[n].chunk_flags = 0;
 		evs[n].type = (uint8_t)(w & PAGETRACE_TYPE_MASK);
@@ -259,15 +259,15 @@ static int go_decode(struct pt_reader *r, struct pt_event *evs, unsigned int max
 	return n ? (int)n : ret;
 }
 
-int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max)
+int pgtrace_go_next_batch(struct pgtrace_reader *r, struct pgtrace_event *evs, unsigned int max)
 {
 	return go_decode(r, evs, max, GO_ACROSS_BUFFERS);
 }
 
-/* Go traces are small: runs go through struct pt_event, one buffer each. */
-int pt_go_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max)
+/* Go traces are small: runs go through struct pgtrace_event, one buffer each. */
+int pgtrace_go_next_run(struct pgtrace_reader *r, struct pgtrace_compact_event *evs, unsigned int max)
 {
-	struct pt_event tmp[64];
+	struct pgtrace_event tmp[64];
 	unsigned int n = 0;
 	int ret = 0;
 

@@ -10,14 +10,14 @@
 #include "internal.h"
 
 /* Copy @n bytes out of the stream; the header may not fit in the buffer. */
-static int read_exact(struct pt_reader *r, void *dst, size_t n, size_t *got)
+static int read_exact(struct pgtrace_reader *r, void *dst, size_t n, size_t *got)
 {
 	unsigned char *d = dst;
 
 	*got = 0;
 	while (n) {
 		size_t step = n < r->cap ? n : r->cap;
-		ssize_t have = pt_fill(r, step);
+		ssize_t have = pgtrace_fill(r, step);
 
 		if (have < 0)
 			return have;
@@ -36,12 +36,12 @@ static int read_exact(struct pt_reader *r, void *dst, size_t n, size_t *got)
 	return 0;
 }
 
-static int check_header(struct pt_reader *r, const unsigned char *raw)
+static int check_header(struct pgtrace_reader *r, const unsigned char *raw)
 {
 	struct pagetrace_header *h = &r->hdr;
 
-#define LOAD32(f) (h->f = pt_load32(raw + offsetof(struct pagetrace_header, f)))
-#define LOAD64(f) (h->f = pt_load64(raw + offsetof(struct pagetrace_header, f)))
+#define LOAD32(f) (h->f = pgtrace_load32(raw + offsetof(struct pagetrace_header, f)))
+#define LOAD64(f) (h->f = pgtrace_load64(raw + offsetof(struct pagetrace_header, f)))
 #define OFF(f) offsetof(struct pagetrace_header, f)
 	memcpy(h->magic, raw, sizeof(h->magic));
 	LOAD32(version);
@@ -60,37 +60,37 @@ static int check_header(struct pt_reader *r, const unsigned char *raw)
 	{
 		char m[4 * PAGETRACE_MAGIC_LEN + 1];
 
-		pt_escape(m, h->magic, PAGETRACE_MAGIC_LEN);
-		return pt_set_error(r, -EBADMSG, 0,
+		pgtrace_escape(m, h->magic, PAGETRACE_MAGIC_LEN);
+		return pgtrace_set_error(r, -EBADMSG, 0,
 				    "magic is '%s', expected 'PGTRACE\\0'", m);
 	}
 	if (h->version != PAGETRACE_VERSION)
-		return pt_set_error(r, -EBADMSG, OFF(version),
+		return pgtrace_set_error(r, -EBADMSG, OFF(version),
 				    "version %u, expected %u",
 				    h->version, PAGETRACE_VERSION);
 	if (h->header_size < sizeof(*h) || h->header_size % 8 ||
-	    h->header_size > PT_READER_MAX_HEADER)
-		return pt_set_error(r, -EBADMSG, OFF(header_size),
+	    h->header_size > PGTRACE_READER_MAX_HEADER)
+		return pgtrace_set_error(r, -EBADMSG, OFF(header_size),
 				    "header_size %u is not a multiple of 8 in [%zu, %u]",
-				    h->header_size, sizeof(*h), PT_READER_MAX_HEADER);
+				    h->header_size, sizeof(*h), PGTRACE_READER_MAX_HEADER);
 	if (h->page_shift < 9 || h->page_shift > 30)
-		return pt_set_error(r, -EBADMSG, OFF(page_shift),
+		return pgtrace_set_error(r, -EBADMSG, OFF(page_shift),
 				    "page_shift %u out of range [9, 30]", h->page_shift);
 	/* The decoder hard-codes the word layout, so it must match exactly. */
 	if (h->time_lost_bits != PAGETRACE_TIME_LOST_BITS)
-		return pt_set_error(r, -EBADMSG, OFF(time_lost_bits),
+		return pgtrace_set_error(r, -EBADMSG, OFF(time_lost_bits),
 				    "time_lost_bits %u, expected %u",
 				    h->time_lost_bits, PAGETRACE_TIME_LOST_BITS);
 	if (h->time_delta_bits != PAGETRACE_TIME_DELTA_BITS)
-		return pt_set_error(r, -EBADMSG, OFF(time_delta_bits),
+		return pgtrace_set_error(r, -EBADMSG, OFF(time_delta_bits),
 				    "time_delta_bits %u, expected %u",
 				    h->time_delta_bits, PAGETRACE_TIME_DELTA_BITS);
 	/* Chunk cpu is a __u16, so more CPUs could never be named. */
 	if (!h->nr_cpus || h->nr_cpus > 65536)
-		return pt_set_error(r, -EBADMSG, OFF(nr_cpus),
+		return pgtrace_set_error(r, -EBADMSG, OFF(nr_cpus),
 				    "nr_cpus %u out of range [1, 65536]", h->nr_cpus);
 	if (h->chunk_size < sizeof(struct pagetrace_chunk) + 16 || h->chunk_size % 8)
-		return pt_set_error(r, -EBADMSG, OFF(chunk_size),
+		return pgtrace_set_error(r, -EBADMSG, OFF(chunk_size),
 				    "chunk_size %u is not a multiple of 8 >= %zu",
 				    h->chunk_size, sizeof(struct pagetrace_chunk) + 16);
 #undef LOAD32
@@ -99,40 +99,40 @@ static int check_header(struct pt_reader *r, const unsigned char *raw)
 	return 0;
 }
 
-static int parse_records(struct pt_reader *r, const unsigned char *p, size_t len)
+static int parse_records(struct pgtrace_reader *r, const unsigned char *p, size_t len)
 {
 	uint64_t off = sizeof(struct pagetrace_header);
 
 	while (len >= sizeof(struct pagetrace_record)) {
-		uint32_t type = pt_load32(p);
-		uint32_t size = pt_load32(p + 4);
+		uint32_t type = pgtrace_load32(p);
+		uint32_t size = pgtrace_load32(p + 4);
 		uint64_t padded = ((uint64_t)size + 7) & ~7ULL;
 		const unsigned char *pl = p + 8;
 
 		if (type == PAGETRACE_REC_END)
 			break;
 		if (padded > len - 8)
-			return pt_set_error(r, -EBADMSG, off,
+			return pgtrace_set_error(r, -EBADMSG, off,
 					    "header record type %u size %u overruns header_size %u",
 					    type, size, r->hdr.header_size);
 		switch (type) {
 		case PAGETRACE_REC_RELEASE:
 			if (r->release)
-				return pt_set_error(r, -EBADMSG, off,
+				return pgtrace_set_error(r, -EBADMSG, off,
 						    "second release record");
 			if (!size || !memchr(pl, 0, size))
-				return pt_set_error(r, -EBADMSG, off,
+				return pgtrace_set_error(r, -EBADMSG, off,
 						    "release record is not NUL-terminated");
 			r->release = strdup((const char *)pl);
 			if (!r->release)
 				return -ENOMEM;
 			break;
 		case PAGETRACE_REC_ZONE: {
-			struct pt_zone *z;
+			struct pgtrace_zone *z;
 
 			/* Bigger is fine: a later version may append fields. */
 			if (size < sizeof(struct pagetrace_rec_zone))
-				return pt_set_error(r, -EBADMSG, off,
+				return pgtrace_set_error(r, -EBADMSG, off,
 						    "zone record size %u, need %zu",
 						    size, sizeof(struct pagetrace_rec_zone));
 			z = realloc(r->zones, (r->nr_zones + 1) * sizeof(*z));
@@ -140,16 +140,16 @@ static int parse_records(struct pt_reader *r, const unsigned char *p, size_t len
 				return -ENOMEM;
 			r->zones = z;
 			z += r->nr_zones;
-			z->node = pt_load32(pl + offsetof(struct pagetrace_rec_zone, node));
-			z->zone = pt_load32(pl + offsetof(struct pagetrace_rec_zone, zone));
-			z->start_pfn = pt_load64(pl + offsetof(struct pagetrace_rec_zone, start_pfn));
-			z->end_pfn = pt_load64(pl + offsetof(struct pagetrace_rec_zone, end_pfn));
-			z->present_pages = pt_load64(pl + offsetof(struct pagetrace_rec_zone,
+			z->node = pgtrace_load32(pl + offsetof(struct pagetrace_rec_zone, node));
+			z->zone = pgtrace_load32(pl + offsetof(struct pagetrace_rec_zone, zone));
+			z->start_pfn = pgtrace_load64(pl + offsetof(struct pagetrace_rec_zone, start_pfn));
+			z->end_pfn = pgtrace_load64(pl + offsetof(struct pagetrace_rec_zone, end_pfn));
+			z->present_pages = pgtrace_load64(pl + offsetof(struct pagetrace_rec_zone,
 								    present_pages));
 			memcpy(z->name, pl + offsetof(struct pagetrace_rec_zone, name), 16);
 			z->name[16] = '\0';
 			if (z->end_pfn < z->start_pfn)
-				return pt_set_error(r, -EBADMSG, off,
+				return pgtrace_set_error(r, -EBADMSG, off,
 						    "zone record end_pfn 0x%llx < start_pfn 0x%llx",
 						    (unsigned long long)z->end_pfn,
 						    (unsigned long long)z->start_pfn);
@@ -158,28 +158,28 @@ static int parse_records(struct pt_reader *r, const unsigned char *p, size_t len
 		}
 		case PAGETRACE_REC_SESSION:
 			if (r->has_session)
-				return pt_set_error(r, -EBADMSG, off,
+				return pgtrace_set_error(r, -EBADMSG, off,
 						    "second session record");
 			if (size < sizeof(struct pagetrace_rec_session))
-				return pt_set_error(r, -EBADMSG, off,
+				return pgtrace_set_error(r, -EBADMSG, off,
 						    "session record size %u, need %zu",
 						    size, sizeof(struct pagetrace_rec_session));
-			r->session.nr_bufs = pt_load32(pl);
-			r->session.backend = pt_load32(pl + 4);
-			r->session.flush_ms = pt_load32(pl + 8);
-			r->session.clock_error_ns = pt_load32(pl + 12);
-			r->session.uncovered = pt_load32(pl + 16);
+			r->session.nr_bufs = pgtrace_load32(pl);
+			r->session.backend = pgtrace_load32(pl + 4);
+			r->session.flush_ms = pgtrace_load32(pl + 8);
+			r->session.clock_error_ns = pgtrace_load32(pl + 12);
+			r->session.uncovered = pgtrace_load32(pl + 16);
 			r->has_session = true;
 			break;
 		case PAGETRACE_REC_STACKS: {
-			int ret = pt_parse_stacks_rec(r, pl, size, off);
+			int ret = pgtrace_parse_stacks_rec(r, pl, size, off);
 
 			if (ret)
 				return ret;
 			break;
 		}
 		case PAGETRACE_REC_FILTER: {
-			int ret = pt_parse_filter_rec(r, pl, size, off);
+			int ret = pgtrace_parse_filter_rec(r, pl, size, off);
 
 			if (ret)
 				return ret;
@@ -195,19 +195,19 @@ static int parse_records(struct pt_reader *r, const unsigned char *p, size_t len
 	}
 	/* The flags and the records that explain them go together. */
 	if (!(r->hdr.flags & PAGETRACE_FLAG_STACKS) != !r->has_stacks_rec)
-		return pt_set_error(r, -EBADMSG, offsetof(struct pagetrace_header, flags),
+		return pgtrace_set_error(r, -EBADMSG, offsetof(struct pagetrace_header, flags),
 				    r->has_stacks_rec ?
 				    "stacks record without PAGETRACE_FLAG_STACKS" :
 				    "PAGETRACE_FLAG_STACKS without a stacks record");
 	if (!(r->hdr.flags & PAGETRACE_FLAG_FILTERED) != !r->has_filter_rec)
-		return pt_set_error(r, -EBADMSG, offsetof(struct pagetrace_header, flags),
+		return pgtrace_set_error(r, -EBADMSG, offsetof(struct pagetrace_header, flags),
 				    r->has_filter_rec ?
 				    "filter record without PAGETRACE_FLAG_FILTERED" :
 				    "PAGETRACE_FLAG_FILTERED without a filter record");
 	return 0;
 }
 
-int pt_read_header(struct pt_reader *r)
+int pgtrace_read_header(struct pgtrace_reader *r)
 {
 	unsigned char raw[sizeof(struct pagetrace_header)];
 	unsigned char *rest;
@@ -216,7 +216,7 @@ int pt_read_header(struct pt_reader *r)
 
 	ret = read_exact(r, raw, sizeof(raw), &got);
 	if (ret == -ENODATA)
-		return pt_set_error(r, -EBADMSG, 0,
+		return pgtrace_set_error(r, -EBADMSG, 0,
 				    "file ends inside the header (need %zu bytes, have %zu)",
 				    sizeof(raw), got);
 	if (ret)
@@ -231,7 +231,7 @@ int pt_read_header(struct pt_reader *r)
 		return -ENOMEM;
 	ret = read_exact(r, rest, n, &got);
 	if (ret == -ENODATA)
-		ret = pt_set_error(r, -EBADMSG, 0,
+		ret = pgtrace_set_error(r, -EBADMSG, 0,
 				   "file ends inside the header (need %u bytes, have %zu)",
 				   r->hdr.header_size, sizeof(raw) + got);
 	if (!ret)
@@ -247,9 +247,9 @@ int pt_read_header(struct pt_reader *r)
 	return 0;
 }
 
-static int open_common(struct pt_reader **out, struct pt_reader *r)
+static int open_common(struct pgtrace_reader **out, struct pgtrace_reader *r)
 {
-	int ret = r->flags & PT_READER_GO ? pt_go_open(r) : pt_read_header(r);
+	int ret = r->flags & PGTRACE_READER_GO ? pgtrace_go_open(r) : pgtrace_read_header(r);
 
 	if (ret == -EBADMSG || ret == -EIO) {
 		/* Keep the reader for its message, but not its big buffer. */
@@ -263,34 +263,34 @@ static int open_common(struct pt_reader **out, struct pt_reader *r)
 		return ret;
 	}
 	if (ret) {
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 		return ret;
 	}
 	*out = r;
 	return 0;
 }
 
-static struct pt_reader *alloc_reader(unsigned int flags)
+static struct pgtrace_reader *alloc_reader(unsigned int flags)
 {
-	struct pt_reader *r = calloc(1, sizeof(*r));
+	struct pgtrace_reader *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return NULL;
 	r->flags = flags;
 	r->fd = -1;
-	r->task = PT_TASK_UNKNOWN;
+	r->task = PGTRACE_TASK_UNKNOWN;
 	r->want = 8;
 	return r;
 }
 
-int pt_reader_open_fd_params(struct pt_reader **out, int fd,
-			     const struct pt_reader_params *p)
+int pgtrace_reader_open_fd_params(struct pgtrace_reader **out, int fd,
+			     const struct pgtrace_reader_params *p)
 {
-	struct pt_reader *r;
-	size_t cap = p && p->buf_size ? p->buf_size : PT_READER_DEFAULT_BUF;
+	struct pgtrace_reader *r;
+	size_t cap = p && p->buf_size ? p->buf_size : PGTRACE_READER_DEFAULT_BUF;
 
 	*out = NULL;
-	if (fd < 0 || cap < PT_READER_MIN_BUF)
+	if (fd < 0 || cap < PGTRACE_READER_MIN_BUF)
 		return -EINVAL;
 	r = alloc_reader(p ? p->flags : 0);
 	if (!r)
@@ -306,17 +306,17 @@ int pt_reader_open_fd_params(struct pt_reader **out, int fd,
 	return open_common(out, r);
 }
 
-int pt_reader_open_fd(struct pt_reader **out, int fd, unsigned int flags)
+int pgtrace_reader_open_fd(struct pgtrace_reader **out, int fd, unsigned int flags)
 {
-	struct pt_reader_params p = { .flags = flags };
+	struct pgtrace_reader_params p = { .flags = flags };
 
-	return pt_reader_open_fd_params(out, fd, &p);
+	return pgtrace_reader_open_fd_params(out, fd, &p);
 }
 
-int pt_reader_open_mem(struct pt_reader **out, const void *buf, size_t len,
+int pgtrace_reader_open_mem(struct pgtrace_reader **out, const void *buf, size_t len,
 		       unsigned int flags)
 {
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 
 	*out = NULL;
 	if (!buf && len)
@@ -324,7 +324,7 @@ int pt_reader_open_mem(struct pt_reader **out, const void *buf, size_t len,
 	r = alloc_reader(flags);
 	if (!r)
 		return -ENOMEM;
-	/* Never written: pt_fill() does not move data once eof is set. */
+	/* Never written: pgtrace_fill() does not move data once eof is set. */
 	r->buf = (unsigned char *)buf;
 	r->cap = r->len = len;
 	r->eof = true;
@@ -332,7 +332,7 @@ int pt_reader_open_mem(struct pt_reader **out, const void *buf, size_t len,
 	return open_common(out, r);
 }
 
-void pt_reader_close(struct pt_reader *r)
+void pgtrace_reader_close(struct pgtrace_reader *r)
 {
 	if (!r)
 		return;
@@ -341,58 +341,58 @@ void pt_reader_close(struct pt_reader *r)
 	free(r->release);
 	free(r->zones);
 	free(r->cpus);
-	pt_names_free(r);
-	pt_stacks_free(r);
+	pgtrace_names_free(r);
+	pgtrace_stacks_free(r);
 	free(r);
 }
 
-const struct pagetrace_header *pt_reader_header(const struct pt_reader *r)
+const struct pagetrace_header *pgtrace_reader_header(const struct pgtrace_reader *r)
 {
 	return &r->hdr;
 }
 
-const char *pt_reader_release(const struct pt_reader *r)
+const char *pgtrace_reader_kernel_release(const struct pgtrace_reader *r)
 {
 	return r->release ? r->release : "";
 }
 
-unsigned int pt_reader_zones(const struct pt_reader *r, const struct pt_zone **zones)
+unsigned int pgtrace_reader_zones(const struct pgtrace_reader *r, const struct pgtrace_zone **zones)
 {
 	*zones = r->zones;
 	return r->nr_zones;
 }
 
-const struct pt_session *pt_reader_session(const struct pt_reader *r)
+const struct pgtrace_session *pgtrace_reader_session(const struct pgtrace_reader *r)
 {
 	return r->has_session ? &r->session : NULL;
 }
 
-const char *pt_reader_error(const struct pt_reader *r)
+const char *pgtrace_reader_error(const struct pgtrace_reader *r)
 {
 	return r->errmsg;
 }
 
-const struct pt_reader_counters *pt_reader_counters(const struct pt_reader *r)
+const struct pgtrace_reader_counters *pgtrace_reader_counters(const struct pgtrace_reader *r)
 {
 	return &r->cnt;
 }
 
-void pt_reader_set_chunk_cb(struct pt_reader *r, pt_chunk_cb cb, void *arg)
+void pgtrace_reader_set_chunk_cb(struct pgtrace_reader *r, pgtrace_chunk_cb cb, void *arg)
 {
 	r->chunk_cb = cb;
 	r->chunk_cb_arg = arg;
 }
 
-const char *pt_event_type_name(unsigned int type)
+const char *pgtrace_event_type_name(unsigned int type)
 {
 	switch (type) {
-	case PT_EV_ALLOC:
+	case PGTRACE_EV_ALLOC:
 		return "alloc";
-	case PT_EV_FREE:
+	case PGTRACE_EV_FREE:
 		return "free";
-	case PT_EV_RECLAIM:
+	case PGTRACE_EV_RECLAIM:
 		return "reclaim";
-	case PT_EV_TASK:
+	case PGTRACE_EV_TASK:
 		return "task";
 	}
 	return "?";

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The reader's input, below everything that parses it: the buffer that
- * pt_fill() keeps filled, the first error (pt_set_error()), and bytes made
- * printable for error messages (pt_escape()).
+ * pgtrace_fill() keeps filled, the first error (pgtrace_set_error()), and bytes made
+ * printable for error messages (pgtrace_escape()).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "internal.h"
 
-int pt_set_error(struct pt_reader *r, int err, uint64_t off, const char *fmt, ...)
+int pgtrace_set_error(struct pgtrace_reader *r, int err, uint64_t off, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -34,7 +34,7 @@ int pt_set_error(struct pt_reader *r, int err, uint64_t off, const char *fmt, ..
  * so that the decode loop runs long between syscalls.  Returns the bytes
  * available, fewer than @need only at the end of the input.
  */
-ssize_t pt_fill(struct pt_reader *r, size_t need)
+ssize_t pgtrace_fill(struct pgtrace_reader *r, size_t need)
 {
 	size_t have = r->len - r->pos;
 
@@ -50,7 +50,7 @@ ssize_t pt_fill(struct pt_reader *r, size_t need)
 		unsigned char *b = realloc(r->buf, cap);
 
 		if (!b)
-			return pt_set_error(r, -ENOMEM, r->buf_off + r->pos,
+			return pgtrace_set_error(r, -ENOMEM, r->buf_off + r->pos,
 					    "no memory for a %zu byte buffer", cap);
 		r->buf = b;
 		r->cap = cap;
@@ -67,7 +67,7 @@ ssize_t pt_fill(struct pt_reader *r, size_t need)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return pt_set_error(r, -EIO, r->buf_off + r->len,
+			return pgtrace_set_error(r, -EIO, r->buf_off + r->len,
 					    "read error: %s", strerror(errno));
 		}
 		if (n == 0) {
@@ -79,7 +79,7 @@ ssize_t pt_fill(struct pt_reader *r, size_t need)
 	return r->len - r->pos;
 }
 
-void pt_escape(char *dst, const unsigned char *src, size_t n)
+void pgtrace_escape(char *dst, const unsigned char *src, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 

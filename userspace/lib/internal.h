@@ -22,8 +22,8 @@
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 
-/* memcpy, not a cast: buffers from pt_reader_open_mem() need not be aligned. */
-static inline uint64_t pt_load64(const void *p)
+/* memcpy, not a cast: buffers from pgtrace_reader_open_mem() need not be aligned. */
+static inline uint64_t pgtrace_load64(const void *p)
 {
 	uint64_t v;
 
@@ -31,7 +31,7 @@ static inline uint64_t pt_load64(const void *p)
 	return le64toh(v);
 }
 
-static inline uint32_t pt_load32(const void *p)
+static inline uint32_t pgtrace_load32(const void *p)
 {
 	uint32_t v;
 
@@ -39,7 +39,7 @@ static inline uint32_t pt_load32(const void *p)
 	return le32toh(v);
 }
 
-static inline uint16_t pt_load16(const void *p)
+static inline uint16_t pgtrace_load16(const void *p)
 {
 	uint16_t v;
 
@@ -47,13 +47,13 @@ static inline uint16_t pt_load16(const void *p)
 	return le16toh(v);
 }
 
-struct pt_cpu_state {
+struct pgtrace_cpu_state {
 	uint64_t	next_seq;
 	uint64_t	last_ns;	/* latest time of its non-snapshot chunks */
 	bool		seen;		/* a non-snapshot chunk came by */
 };
 
-struct pt_reader {
+struct pgtrace_reader {
 	/* Input: buf[pos, len) is unread; buf[0] sits at file offset buf_off. */
 	unsigned char		*buf;
 	size_t			cap;
@@ -70,17 +70,17 @@ struct pt_reader {
 
 	struct pagetrace_header	hdr;
 	char			*release;
-	struct pt_zone		*zones;
+	struct pgtrace_zone		*zones;
 	unsigned int		nr_zones;
-	struct pt_session	session;
+	struct pgtrace_session	session;
 	bool			has_session;
 
-	struct pt_cpu_state	*cpus;
+	struct pgtrace_cpu_state	*cpus;
 	/* Go traces: entries of cpus, P id + 1 (index 0 is P -1). */
 	unsigned int		nr_cpu_states;
 
 	/* The chunk being decoded; words_left == 0 between chunks. */
-	struct pt_chunk		chunk;
+	struct pgtrace_chunk		chunk;
 	uint64_t		words_left;
 	uint64_t		base_ns;
 	uint64_t		last_ns;
@@ -89,7 +89,7 @@ struct pt_reader {
 	size_t			want;
 
 	/* Task names from name slices (names.c), open addressing. */
-	struct pt_name		*names;
+	struct pgtrace_name		*names;
 	unsigned int		names_cap;	/* slots, a power of 2 or 0 */
 	unsigned int		nr_names;
 	uint64_t		names_dropped;	/* new tgids past the limit */
@@ -103,94 +103,94 @@ struct pt_reader {
 	bool			in_symbols;
 
 	/* Stack ids -> frames, open addressing; frames in the arena. */
-	struct pt_stack		*stacks;
+	struct pgtrace_stack		*stacks;
 	unsigned int		stacks_cap;	/* slots, a power of 2 or 0 */
 	/* Ids defined in the current chunk: slots whose gen is chunk_gen. */
-	struct pt_defined	*defined;
+	struct pgtrace_defined	*defined;
 	unsigned int		defined_cap;
 	unsigned int		nr_defined;
 	uint32_t		chunk_gen;
 	/* Address -> name from symbol chunks, open addressing. */
-	struct pt_sym		*syms;
+	struct pgtrace_sym		*syms;
 	unsigned int		syms_cap;
 	unsigned int		nr_syms;
-	struct pt_arena		*arena;
+	struct pgtrace_arena		*arena;
 
-	pt_chunk_cb		chunk_cb;
+	pgtrace_chunk_cb		chunk_cb;
 	void			*chunk_cb_arg;
-	struct pt_reader_counters cnt;
+	struct pgtrace_reader_counters cnt;
 };
 
-struct pt_name {
+struct pgtrace_name {
 	uint32_t	tgid;
 	bool		used;
 	char		comm[PAGETRACE_COMM_LEN + 1];
 };
 
-struct pt_stack {
+struct pgtrace_stack {
 	uint64_t	*frames;	/* NULL: slot unused */
 	uint32_t	id;
 	uint8_t		depth;
 	bool		cut;
 };
 
-struct pt_defined {
+struct pgtrace_defined {
 	uint32_t	id;
 	uint32_t	gen;
 };
 
-struct pt_sym {
+struct pgtrace_sym {
 	uint64_t	addr;
 	const char	*name;		/* NULL: slot unused */
 	uint64_t	offset;
 };
 
 /* Memory handed out in blocks that never move, freed all at once. */
-struct pt_arena;
-void *pt_arena_alloc(struct pt_arena **a, size_t n);
-void pt_arena_free(struct pt_arena **a);
+struct pgtrace_arena;
+void *pgtrace_arena_alloc(struct pgtrace_arena **a, size_t n);
+void pgtrace_arena_free(struct pgtrace_arena **a);
 
 /*
  * A stack word at @p (stacks.c): a DEF and its FRAME words, or a SAMPLE
  * and the event word after it (returned in *@sample: the id, or
- * PT_STACK_UNKNOWN for 0, and the event is left to the caller).  Same
+ * PGTRACE_STACK_UNKNOWN for 0, and the event is left to the caller).  Same
  * @navail, @left and return as decode_name().
  */
-int pt_decode_stack(struct pt_reader *r, const unsigned char *p, uint64_t navail,
+int pgtrace_decode_stack(struct pgtrace_reader *r, const unsigned char *p, uint64_t navail,
 		    uint64_t left, uint64_t off, uint32_t *sample);
 /* Entries of a symbol chunk that are in the buffer: 0 or an error. */
-int pt_decode_symbols(struct pt_reader *r);
-int pt_parse_stacks_rec(struct pt_reader *r, const unsigned char *pl, uint32_t size,
+int pgtrace_decode_symbols(struct pgtrace_reader *r);
+int pgtrace_parse_stacks_rec(struct pgtrace_reader *r, const unsigned char *pl, uint32_t size,
 			uint64_t off);
-int pt_parse_filter_rec(struct pt_reader *r, const unsigned char *pl, uint32_t size,
+int pgtrace_parse_filter_rec(struct pgtrace_reader *r, const unsigned char *pl, uint32_t size,
 			uint64_t off);
-void pt_stacks_free(struct pt_reader *r);
+void pgtrace_stacks_free(struct pgtrace_reader *r);
 
 /* Remember @comm (PAGETRACE_COMM_LEN bytes) as the name of @tgid. */
-void pt_set_name(struct pt_reader *r, uint32_t tgid, const unsigned char *comm);
-void pt_names_free(struct pt_reader *r);
+void pgtrace_set_name(struct pgtrace_reader *r, uint32_t tgid, const unsigned char *comm);
+void pgtrace_names_free(struct pgtrace_reader *r);
 
-int pt_set_error(struct pt_reader *r, int err, uint64_t off, const char *fmt, ...)
+int pgtrace_set_error(struct pgtrace_reader *r, int err, uint64_t off, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Printable bytes as they are, others as \\xNN; dst holds 4 * n + 1. */
-void pt_escape(char *dst, const unsigned char *src, size_t n);
-ssize_t pt_fill(struct pt_reader *r, size_t need);
-int pt_read_header(struct pt_reader *r);
-int pt_go_open(struct pt_reader *r);
-/* pt_stats_add_event() for a run of one chunk's events. */
-void pt_stats_add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
+void pgtrace_escape(char *dst, const unsigned char *src, size_t n);
+ssize_t pgtrace_fill(struct pgtrace_reader *r, size_t need);
+int pgtrace_read_header(struct pgtrace_reader *r);
+int pgtrace_go_open(struct pgtrace_reader *r);
+/* pgtrace_stats_add_event() for a run of one chunk's events. */
+void pgtrace_stats_add_run(struct pgtrace_stats *s, const struct pgtrace_compact_event *evs, unsigned int n,
 		      uint32_t cpu);
 /* The same for a run in time order (of a v1 stream): a little faster. */
-void pt_stats_add_sorted_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
+void pgtrace_stats_add_sorted_run(struct pgtrace_stats *s, const struct pgtrace_compact_event *evs, unsigned int n,
 			     uint32_t cpu);
 /*
- * The chunk that the next pt_reader_next_run() decodes, started if need be
+ * The chunk that the next pgtrace_reader_next_run() decodes, started if need be
  * (its callback runs): 1, 0 at the end of the stream, or an error;
  * -EOPNOTSUPP for Go traces.  The run still comes from a later chunk if
  * this one has only task records and sync words left.
  */
-int pt_reader_peek_chunk(struct pt_reader *r, const struct pt_chunk **chunk);
-int pt_go_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max);
-int pt_go_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max);
+int pgtrace_reader_peek_chunk(struct pgtrace_reader *r, const struct pgtrace_chunk **chunk);
+int pgtrace_go_next_batch(struct pgtrace_reader *r, struct pgtrace_event *evs, unsigned int max);
+int pgtrace_go_next_run(struct pgtrace_reader *r, struct pgtrace_compact_event *evs, unsigned int max);
 
 #endif

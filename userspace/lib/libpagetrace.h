@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * libpagetrace: read the pagetrace v1 stream (see uapi/linux/pagetrace.h),
- * from a file or a pipe, or in place from the mapped session (pt_ring_*).
+ * from a file or a pipe, or in place from the mapped session (pgtrace_ring_*).
  *
- * Conventions, as in liburing: every symbol starts with pt_, functions
+ * Conventions, as in liburing: every symbol starts with pgtrace_, functions
  * return 0 or a count on success and -errno on failure, and nothing in the
  * library prints or exits.  A corrupt or truncated stream is -EBADMSG;
- * pt_reader_error() then names the byte offset and what was wrong.
+ * pgtrace_reader_error() then names the byte offset and what was wrong.
  *
  * The reader streams: it holds one fixed-size buffer no matter how large
  * the input is, so it works on pipes and on files of any size.
@@ -22,37 +22,37 @@
 extern "C" {
 #endif
 
-#define PT_VERSION_STRING	"0.1"
+#define PGTRACE_VERSION_STRING	"0.1"
 
 /* Event types; 1..3 equal the PAGETRACE_EV_* values in the words. */
-enum pt_event_type {
-	PT_EV_ALLOC	= PAGETRACE_EV_ALLOC,
-	PT_EV_FREE	= PAGETRACE_EV_FREE,
-	PT_EV_RECLAIM	= PAGETRACE_EV_RECLAIM,
-	/* A task record; only returned with PT_READER_TASKS. */
-	PT_EV_TASK	= 4,
+enum pgtrace_event_type {
+	PGTRACE_EV_ALLOC	= PAGETRACE_EV_ALLOC,
+	PGTRACE_EV_FREE	= PAGETRACE_EV_FREE,
+	PGTRACE_EV_RECLAIM	= PAGETRACE_EV_RECLAIM,
+	/* A task record; only returned with PGTRACE_READER_TASKS. */
+	PGTRACE_EV_TASK	= 4,
 };
 
-#define PT_TASK_UNKNOWN		(-1)
-/* pt_event.stack of a sampled allocation whose stack is not known (id 0). */
-#define PT_STACK_UNKNOWN	UINT32_MAX
+#define PGTRACE_TASK_UNKNOWN		(-1)
+/* pgtrace_event.stack of a sampled allocation whose stack is not known (id 0). */
+#define PGTRACE_STACK_UNKNOWN	UINT32_MAX
 
 /**
- * struct pt_event - one decoded event
+ * struct pgtrace_event - one decoded event
  * @time_ns: absolute time on the trace clock (compare with header start_ns)
  * @pfn: first page frame
- * @npages: number of pages (0 for PT_EV_TASK)
+ * @npages: number of pages (0 for PGTRACE_EV_TASK)
  * @offset: file offset of the event's (first) word
  * @seq: seq of the chunk holding it
- * @task: tgid from the chunk's last task record, PT_TASK_UNKNOWN before one
+ * @task: tgid from the chunk's last task record, PGTRACE_TASK_UNKNOWN before one
  * @cpu: the CPU that logged it
  * @chunk_flags: PAGETRACE_CHUNK_* of its chunk
- * @type: enum pt_event_type
+ * @type: enum pgtrace_event_type
  * @stack: 0 if the event was not sampled for its call stack (every event
  *	   but sampled allocations); else the stack id of its SAMPLE word
- *	   (see pt_reader_stack()), PT_STACK_UNKNOWN when that id was 0
+ *	   (see pgtrace_reader_stack()), PGTRACE_STACK_UNKNOWN when that id was 0
  */
-struct pt_event {
+struct pgtrace_event {
 	uint64_t	time_ns;
 	uint64_t	pfn;
 	uint64_t	npages;
@@ -68,13 +68,13 @@ struct pt_event {
 };
 
 /**
- * struct pt_chunk - a chunk header as it passes, for pt_reader_set_chunk_cb()
+ * struct pgtrace_chunk - a chunk header as it passes, for pgtrace_reader_set_chunk_cb()
  * @offset: file offset of the chunk header
  * @seq, @lost, @nr_words, @cpu, @flags: the chunk header's fields
  * @missing: chunks of this CPU skipped before this one (a seq gap; only
  *	     possible with PAGETRACE_FLAG_OVERWRITE, else the stream is corrupt)
  */
-struct pt_chunk {
+struct pgtrace_chunk {
 	uint64_t	offset;
 	uint64_t	seq;
 	uint64_t	lost;
@@ -86,7 +86,7 @@ struct pt_chunk {
 };
 
 /* Running totals of what the reader has passed so far. */
-struct pt_reader_counters {
+struct pgtrace_reader_counters {
 	uint64_t	chunks;		/* all chunks, snapshot ones included */
 	uint64_t	snapshot_chunks;
 	uint64_t	lost;		/* sum of chunk lost fields */
@@ -99,14 +99,14 @@ struct pt_reader_counters {
 	uint64_t	samples_unknown; /* of those, with stack id 0 */
 	uint64_t	stack_defs;	/* DEF words (with their FRAME words) */
 	uint64_t	stacks;		/* distinct stack ids in the table */
-	uint64_t	stacks_dropped;	/* DEFs of new ids past PT_READER_MAX_STACKS */
+	uint64_t	stacks_dropped;	/* DEFs of new ids past PGTRACE_READER_MAX_STACKS */
 	uint64_t	symbol_chunks;	/* PAGETRACE_CHUNK_SYMBOLS chunks */
 	uint64_t	symbols;	/* their entries */
-	uint64_t	symbols_dropped; /* entries past PT_READER_MAX_SYMBOLS */
+	uint64_t	symbols_dropped; /* entries past PGTRACE_READER_MAX_SYMBOLS */
 };
 
-/* pt_reader_params.flags */
-#define PT_READER_TASKS		(1U << 0)	/* return task records as PT_EV_TASK */
+/* pgtrace_reader_params.flags */
+#define PGTRACE_READER_TASKS		(1U << 0)	/* return task records as PGTRACE_EV_TASK */
 /*
  * The input is a Go runtime page trace (GODEBUG=pagetrace=FILE from a
  * program built with GOEXPERIMENT=pagetrace), not a v1 stream.  That format
@@ -117,29 +117,29 @@ struct pt_reader_counters {
  * chunk_size 32768 (Go's buffer), and nr_cpus one more than the highest P
  * id seen so far (it grows while reading).  Each buffer is a chunk for the
  * chunk callback (seq counts the P's buffers, nr_words is 0: not known
- * up front).  Events carry the P id in @cpu, PT_CPU_NONE for -1, and the
+ * up front).  Events carry the P id in @cpu, PGTRACE_CPU_NONE for -1, and the
  * page number (address >> 13) in @pfn, so address = pfn << page_shift;
- * @npages counts 8 KiB pages, and type PT_EV_RECLAIM is Go's "scavenge".
+ * @npages counts 8 KiB pages, and type PGTRACE_EV_RECLAIM is Go's "scavenge".
  * Go times are not checked for order between events: the runtime may log
  * a timestamp taken a little earlier.
  */
-#define PT_READER_GO		(1U << 1)
+#define PGTRACE_READER_GO		(1U << 1)
 /* P ids of Go traces must be below this (GOMAXPROCS is rarely near it). */
-#define PT_GO_MAX_P		65536U
-/* pt_event.cpu of a Go event logged without a P (P id -1). */
-#define PT_CPU_NONE		UINT32_MAX
+#define PGTRACE_GO_MAX_P		65536U
+/* pgtrace_event.cpu of a Go event logged without a P (P id -1). */
+#define PGTRACE_CPU_NONE		UINT32_MAX
 
-#define PT_READER_DEFAULT_BUF	(1U << 20)
-#define PT_READER_MIN_BUF	64U
+#define PGTRACE_READER_DEFAULT_BUF	(1U << 20)
+#define PGTRACE_READER_MIN_BUF	64U
 /* Longer headers are refused rather than buffered without bound. */
-#define PT_READER_MAX_HEADER	(1U << 20)
+#define PGTRACE_READER_MAX_HEADER	(1U << 20)
 
-struct pt_reader_params {
-	unsigned int	flags;		/* PT_READER_* */
-	unsigned int	buf_size;	/* 0: PT_READER_DEFAULT_BUF */
+struct pgtrace_reader_params {
+	unsigned int	flags;		/* PGTRACE_READER_* */
+	unsigned int	buf_size;	/* 0: PGTRACE_READER_DEFAULT_BUF */
 };
 
-struct pt_zone {
+struct pgtrace_zone {
 	uint32_t	node;
 	uint32_t	zone;
 	uint64_t	start_pfn;
@@ -148,7 +148,7 @@ struct pt_zone {
 	char		name[17];
 };
 
-struct pt_session {
+struct pgtrace_session {
 	uint32_t	nr_bufs;
 	uint32_t	backend;
 	uint32_t	flush_ms;
@@ -156,30 +156,30 @@ struct pt_session {
 	uint32_t	uncovered;	/* PAGETRACE_UNCOVERED_*: not in this trace */
 };
 
-struct pt_reader;
+struct pgtrace_reader;
 
 /*
  * Open a reader on @fd (not closed by the reader) and read and check the
  * stream header.  On -EBADMSG or -EIO *out is still set, so that
- * pt_reader_error() can say what was wrong; close it either way.  On other
+ * pgtrace_reader_error() can say what was wrong; close it either way.  On other
  * errors (-ENOMEM, -EINVAL) *out is NULL.
  */
-int pt_reader_open_fd(struct pt_reader **out, int fd, unsigned int flags);
-int pt_reader_open_fd_params(struct pt_reader **out, int fd,
-			     const struct pt_reader_params *p);
+int pgtrace_reader_open_fd(struct pgtrace_reader **out, int fd, unsigned int flags);
+int pgtrace_reader_open_fd_params(struct pgtrace_reader **out, int fd,
+			     const struct pgtrace_reader_params *p);
 /* The same over a stream already in memory; @buf must outlive the reader. */
-int pt_reader_open_mem(struct pt_reader **out, const void *buf, size_t len,
+int pgtrace_reader_open_mem(struct pgtrace_reader **out, const void *buf, size_t len,
 		       unsigned int flags);
-void pt_reader_close(struct pt_reader *r);
+void pgtrace_reader_close(struct pgtrace_reader *r);
 
 /* The header in host byte order. */
-const struct pagetrace_header *pt_reader_header(const struct pt_reader *r);
+const struct pagetrace_header *pgtrace_reader_header(const struct pgtrace_reader *r);
 /* The kernel release, or "" without a release record. */
-const char *pt_reader_release(const struct pt_reader *r);
+const char *pgtrace_reader_kernel_release(const struct pgtrace_reader *r);
 /* The zone records; returns how many, *zones points at them. */
-unsigned int pt_reader_zones(const struct pt_reader *r, const struct pt_zone **zones);
+unsigned int pgtrace_reader_zones(const struct pgtrace_reader *r, const struct pgtrace_zone **zones);
 /* The session record, or NULL without one. */
-const struct pt_session *pt_reader_session(const struct pt_reader *r);
+const struct pgtrace_session *pgtrace_reader_session(const struct pgtrace_reader *r);
 
 /*
  * Decode the next event into @ev: 1 with an event, 0 at a clean end of the
@@ -187,55 +187,55 @@ const struct pt_session *pt_reader_session(const struct pt_reader *r);
  * -EIO on a read error, or what a chunk callback returned.  Errors stick:
  * later calls return the same error.
  */
-int pt_reader_next(struct pt_reader *r, struct pt_event *ev);
+int pgtrace_reader_next(struct pgtrace_reader *r, struct pgtrace_event *ev);
 
 /*
  * Decode up to @max events into @evs; returns the count (0 at the end), or
- * an error as pt_reader_next() does.  Events decoded before an error are
+ * an error as pgtrace_reader_next() does.  Events decoded before an error are
  * returned first; the error comes with the next call.  This is the fast
  * path: it decodes words in a tight loop straight out of the buffer.
  */
-int pt_reader_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max);
+int pgtrace_reader_next_batch(struct pgtrace_reader *r, struct pgtrace_event *evs, unsigned int max);
 
 /**
- * struct pt_cevent - a compact event, for pt_reader_next_run()
+ * struct pgtrace_compact_event - a compact event, for pgtrace_reader_next_run()
  * @time_ns: absolute time on the trace clock
  * @pfn: first page frame
- * @npages_type: npages << 2 | type; see pt_cevent_npages(), pt_cevent_type()
+ * @npages_type: npages << 2 | type; see pgtrace_compact_event_npages(), pgtrace_compact_event_type()
  *
- * Half the size of struct pt_event: what the fast paths (stats) need and
+ * Half the size of struct pgtrace_event: what the fast paths (stats) need and
  * nothing else.  The CPU, seq and flags are the run's chunk's.
  */
-struct pt_cevent {
+struct pgtrace_compact_event {
 	uint64_t	time_ns;
 	uint64_t	pfn;
 	uint64_t	npages_type;
 };
 
 /**
- * pt_cevent_type() - the type of a compact event
+ * pgtrace_compact_event_type() - the type of a compact event
  * @e: the event
  *
- * Return: PT_EV_ALLOC, PT_EV_FREE or PT_EV_RECLAIM.
+ * Return: PGTRACE_EV_ALLOC, PGTRACE_EV_FREE or PGTRACE_EV_RECLAIM.
  */
-static inline unsigned int pt_cevent_type(const struct pt_cevent *e)
+static inline unsigned int pgtrace_compact_event_type(const struct pgtrace_compact_event *e)
 {
 	return (unsigned int)(e->npages_type & 3);
 }
 
 /**
- * pt_cevent_npages() - the pages of a compact event
+ * pgtrace_compact_event_npages() - the pages of a compact event
  * @e: the event
  *
  * Return: npages, at least 1.
  */
-static inline uint64_t pt_cevent_npages(const struct pt_cevent *e)
+static inline uint64_t pgtrace_compact_event_npages(const struct pgtrace_compact_event *e)
 {
 	return e->npages_type >> 2;
 }
 
 /**
- * pt_reader_next_run() - decode a run of compact events of one chunk
+ * pgtrace_reader_next_run() - decode a run of compact events of one chunk
  * @r: the reader
  * @evs: room for @max events
  * @max: at most this many
@@ -244,65 +244,65 @@ static inline uint64_t pt_cevent_npages(const struct pt_cevent *e)
  * The fastest way through a stream: a run never spans two chunks, so the
  * CPU, seq and chunk flags come once per run in *@chunk (for Go traces, a
  * P's buffer).  Task records are counted but not returned.  Runs and
- * pt_reader_next()/pt_reader_next_batch() may be mixed.
+ * pgtrace_reader_next()/pgtrace_reader_next_batch() may be mixed.
  *
  * Return: events in the run (1..@max), 0 at a clean end of the stream, or
- * an error as pt_reader_next() returns it.
+ * an error as pgtrace_reader_next() returns it.
  */
-int pt_reader_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max,
-		       const struct pt_chunk **chunk);
+int pgtrace_reader_next_run(struct pgtrace_reader *r, struct pgtrace_compact_event *evs, unsigned int max,
+		       const struct pgtrace_chunk **chunk);
 
 /*
  * Call @cb for each chunk header once it is checked, before any of its
- * events is returned (with pt_reader_next_batch(), events of earlier chunks
+ * events is returned (with pgtrace_reader_next_batch(), events of earlier chunks
  * may still sit in the same batch).  A negative return from @cb stops the
  * reader with that error.
  */
-typedef int (*pt_chunk_cb)(const struct pt_chunk *c, void *arg);
-void pt_reader_set_chunk_cb(struct pt_reader *r, pt_chunk_cb cb, void *arg);
+typedef int (*pgtrace_chunk_cb)(const struct pgtrace_chunk *c, void *arg);
+void pgtrace_reader_set_chunk_cb(struct pgtrace_reader *r, pgtrace_chunk_cb cb, void *arg);
 
-const struct pt_reader_counters *pt_reader_counters(const struct pt_reader *r);
+const struct pgtrace_reader_counters *pgtrace_reader_counters(const struct pgtrace_reader *r);
 
 /*
  * Task names.  Streams with PAGETRACE_FLAG_TASKS carry names (the
  * slices of a comm, then the task record of its tgid); the reader remembers the last name of each tgid it has
- * decoded so far, for at most PT_READER_MAX_NAMES tgids (later new tgids
- * stay nameless and are counted by pt_reader_names_dropped()).  Names
+ * decoded so far, for at most PGTRACE_READER_MAX_NAMES tgids (later new tgids
+ * stay nameless and are counted by pgtrace_reader_names_dropped()).  Names
  * decoded ahead of the events returned may already be known, so ask once
  * the events of interest are in hand, or at the end.
  */
-#define PT_READER_MAX_NAMES	(1U << 16)
+#define PGTRACE_READER_MAX_NAMES	(1U << 16)
 
 /*
- * pt_reader_task_name() - the name (comm) of process @tgid
+ * pgtrace_reader_task_name() - the name (comm) of process @tgid
  *
  * Return: the last name the stream gave it, NUL-terminated (valid
  * until the reader is closed or decodes another name of @tgid), or NULL
  * if none did (tgid 0, the kernel, has none).
  */
-const char *pt_reader_task_name(const struct pt_reader *r, int64_t tgid);
+const char *pgtrace_reader_task_name(const struct pgtrace_reader *r, int64_t tgid);
 /* New tgids whose names found the table full. */
-uint64_t pt_reader_names_dropped(const struct pt_reader *r);
+uint64_t pgtrace_reader_names_dropped(const struct pgtrace_reader *r);
 
 /*
  * Sampled call stacks (PAGETRACE_FLAG_STACKS).  The reader checks every
  * stack word and keeps a table of the stacks the stream defined so far:
- * stack id -> frames.  The table holds at most PT_READER_MAX_STACKS ids
+ * stack id -> frames.  The table holds at most PGTRACE_READER_MAX_STACKS ids
  * (about 0.5 KiB each at the most, 64 frames); definitions of further new
  * ids are still checked within their chunk but not kept, and counted in
- * pt_reader_counters()->stacks_dropped.  A definition of an id the table
+ * pgtrace_reader_counters()->stacks_dropped.  A definition of an id the table
  * holds must repeat its frames exactly, else the stream is corrupt
  * (-EBADMSG).
  */
-#define PT_READER_MAX_STACKS	(1U << 20)
+#define PGTRACE_READER_MAX_STACKS	(1U << 20)
 
 /* The stacks header record in host byte order, or NULL without one. */
-const struct pagetrace_rec_stacks *pt_reader_stacks(const struct pt_reader *r);
+const struct pagetrace_rec_stacks *pgtrace_reader_stacks(const struct pgtrace_reader *r);
 /* The filter header record in host byte order, or NULL without one. */
-const struct pagetrace_rec_filter *pt_reader_filter(const struct pt_reader *r);
+const struct pagetrace_rec_filter *pgtrace_reader_filter(const struct pgtrace_reader *r);
 
 /*
- * pt_reader_stack() - the frames of stack @id
+ * pgtrace_reader_stack() - the frames of stack @id
  *
  * *@frames points at the addresses (valid until the reader is closed),
  * innermost first; *@cut (if not NULL) is set to 1 when the stack was cut
@@ -311,30 +311,30 @@ const struct pagetrace_rec_filter *pt_reader_filter(const struct pt_reader *r);
  * Return: the depth (1 .. PAGETRACE_STACK_MAX_DEPTH), or -ENOENT if the
  * stream has not defined @id so far (or its definition was dropped).
  */
-int pt_reader_stack(const struct pt_reader *r, uint32_t id, const uint64_t **frames,
+int pgtrace_reader_stack(const struct pgtrace_reader *r, uint32_t id, const uint64_t **frames,
 		    int *cut);
 
 /*
- * pt_reader_stack_addrs() - every frame address of the stacks in the table
+ * pgtrace_reader_stack_addrs() - every frame address of the stacks in the table
  *
  * Sorted, each once, in a malloc'ed array (*@addrs, free() it; NULL when
  * there are none) of *@n entries.  Decode the stream to its end first.
  *
  * Return: 0 or -ENOMEM.
  */
-int pt_reader_stack_addrs(const struct pt_reader *r, uint64_t **addrs, size_t *n);
+int pgtrace_reader_stack_addrs(const struct pgtrace_reader *r, uint64_t **addrs, size_t *n);
 
 /*
  * Symbol chunks (PAGETRACE_CHUNK_SYMBOLS) may come anywhere after the
  * header.  The reader checks their entries, returns no events for them and
  * leaves them out of the chunk counts, seq checks and chunk callback; it
- * keeps at most PT_READER_MAX_SYMBOLS entries (later ones are counted in
+ * keeps at most PGTRACE_READER_MAX_SYMBOLS entries (later ones are counted in
  * symbols_dropped).  An address named twice is a corrupt stream.
  */
-#define PT_READER_MAX_SYMBOLS	(1U << 20)
+#define PGTRACE_READER_MAX_SYMBOLS	(1U << 20)
 
 /*
- * pt_reader_symbol() - the name of the code at @addr
+ * pgtrace_reader_symbol() - the name of the code at @addr
  *
  * From the symbol chunks decoded so far.  *@offset (if not NULL) is set to
  * @addr's offset from the start of its function.
@@ -342,27 +342,27 @@ int pt_reader_stack_addrs(const struct pt_reader *r, uint64_t **addrs, size_t *n
  * Return: the name ("function" or "function [module]", valid until the
  * reader is closed), or NULL if no entry names @addr.
  */
-const char *pt_reader_symbol(const struct pt_reader *r, uint64_t addr, uint64_t *offset);
+const char *pgtrace_reader_symbol(const struct pgtrace_reader *r, uint64_t addr, uint64_t *offset);
 
 /*
  * Kernel symbols from a kallsyms file (the format of /proc/kallsyms:
  * "ADDRESS TYPE NAME" and, for module symbols, "\t[MODULE]"), to name the
  * frames of a trace.  Only text symbols count (types t, T, w, W).
  */
-struct pt_kallsyms;
+struct pgtrace_kallsyms;
 
 /*
- * pt_kallsyms_open() - read a kallsyms file from @fd (not closed)
+ * pgtrace_kallsyms_open() - read a kallsyms file from @fd (not closed)
  *
  * Return: 0 with *@out set; -EPERM if every address is 0 (the file was read
  * without the right to see addresses: kptr_restrict, not root), -ENODATA
  * if it has no text symbol, -ENOMEM, or -errno of a read error.
  */
-int pt_kallsyms_open(struct pt_kallsyms **out, int fd);
-void pt_kallsyms_close(struct pt_kallsyms *k);
+int pgtrace_kallsyms_open(struct pgtrace_kallsyms **out, int fd);
+void pgtrace_kallsyms_close(struct pgtrace_kallsyms *k);
 
 /*
- * pt_kallsyms_check() - is @k the symbol table of the kernel that traced?
+ * pgtrace_kallsyms_check() - is @k the symbol table of the kernel that traced?
  *
  * The address of @st's anchor_name in @k must be @st->anchor_addr.
  *
@@ -370,20 +370,20 @@ void pt_kallsyms_close(struct pt_kallsyms *k);
  * KASLR moves the addresses), -ENOENT if @k has no such symbol, -EINVAL if
  * the record names none.
  */
-int pt_kallsyms_check(const struct pt_kallsyms *k, const struct pagetrace_rec_stacks *st);
+int pgtrace_kallsyms_check(const struct pgtrace_kallsyms *k, const struct pagetrace_rec_stacks *st);
 
 /*
- * pt_kallsyms_lookup() - the text symbol at or before @addr
+ * pgtrace_kallsyms_lookup() - the text symbol at or before @addr
  *
  * Return: its name ("function" or "function [module]", valid until @k is
  * closed) with *@offset (if not NULL) set to @addr minus its address, or
  * NULL if no text symbol lies at or before @addr within 4 GiB.
  */
-const char *pt_kallsyms_lookup(const struct pt_kallsyms *k, uint64_t addr,
+const char *pgtrace_kallsyms_lookup(const struct pgtrace_kallsyms *k, uint64_t addr,
 			       uint64_t *offset);
 
 /*
- * pt_symbol_chunks() - symbol chunks naming @n addresses
+ * pgtrace_symbol_chunks() - symbol chunks naming @n addresses
  *
  * Builds, in a malloc'ed buffer (*@buf, free() it; *@len bytes), the
  * PAGETRACE_CHUNK_SYMBOLS chunks that name each of @addrs that @k knows
@@ -393,21 +393,21 @@ const char *pt_kallsyms_lookup(const struct pt_kallsyms *k, uint64_t addr,
  * Return: the number of addresses named (0: *@buf is NULL, *@len 0), or
  * -ENOMEM.
  */
-int pt_symbol_chunks(const struct pt_kallsyms *k, const uint64_t *addrs, size_t n,
+int pgtrace_symbol_chunks(const struct pgtrace_kallsyms *k, const uint64_t *addrs, size_t n,
 		     void **buf, size_t *len);
 
 /* The last error: "offset N: what was wrong", or "" if there was none. */
-const char *pt_reader_error(const struct pt_reader *r);
+const char *pgtrace_reader_error(const struct pgtrace_reader *r);
 
 /* "alloc", "free", "reclaim", "task", or "?" */
-const char *pt_event_type_name(unsigned int type);
+const char *pgtrace_event_type_name(unsigned int type);
 
 /*
  * Aggregation (stats.c)
  */
-#define PT_STATS_MAX_ORDER	63
+#define PGTRACE_STATS_MAX_ORDER	63
 
-struct pt_cpu_stats {
+struct pgtrace_cpu_stats {
 	uint64_t	events;
 	uint64_t	chunks;
 	uint64_t	lost;
@@ -416,21 +416,21 @@ struct pt_cpu_stats {
 };
 
 /**
- * struct pt_stats - what pt_stats_collect() counts
- * @by_type: events per PT_EV_ALLOC..PT_EV_RECLAIM (index 0 unused)
+ * struct pgtrace_stats - what pgtrace_stats_collect() counts
+ * @by_type: events per PGTRACE_EV_ALLOC..PGTRACE_EV_RECLAIM (index 0 unused)
  * @pages_by_type: pages per type
  * @by_order: events with npages == 1 << order
  * @other_order: events whose npages is not a power of two
  * @nr_cpus: entries in @cpus: the header's nr_cpus, more if events of
- *	     higher CPUs came by (Go traces), up to PT_GO_MAX_P
+ *	     higher CPUs came by (Go traces), up to PGTRACE_GO_MAX_P
  * @first_ns, @last_ns: earliest and latest event time (valid if events)
- * @no_cpu: events and chunks with cpu PT_CPU_NONE (Go: logged without a P)
+ * @no_cpu: events and chunks with cpu PGTRACE_CPU_NONE (Go: logged without a P)
  */
-struct pt_stats {
+struct pgtrace_stats {
 	uint64_t		events;
 	uint64_t		by_type[4];
 	uint64_t		pages_by_type[4];
-	uint64_t		by_order[PT_STATS_MAX_ORDER + 1];
+	uint64_t		by_order[PGTRACE_STATS_MAX_ORDER + 1];
 	uint64_t		other_order;
 	uint64_t		chunks;
 	uint64_t		snapshot_chunks;
@@ -442,27 +442,27 @@ struct pt_stats {
 	uint64_t		first_ns;
 	uint64_t		last_ns;
 	unsigned int		nr_cpus;
-	struct pt_cpu_stats	*cpus;
-	struct pt_cpu_stats	no_cpu;
+	struct pgtrace_cpu_stats	*cpus;
+	struct pgtrace_cpu_stats	no_cpu;
 };
 
-int pt_stats_init(struct pt_stats *s, unsigned int nr_cpus);
-void pt_stats_free(struct pt_stats *s);
-void pt_stats_add_event(struct pt_stats *s, const struct pt_event *ev);
-void pt_stats_add_chunk(struct pt_stats *s, const struct pt_chunk *c);
+int pgtrace_stats_init(struct pgtrace_stats *s, unsigned int nr_cpus);
+void pgtrace_stats_free(struct pgtrace_stats *s);
+void pgtrace_stats_add_event(struct pgtrace_stats *s, const struct pgtrace_event *ev);
+void pgtrace_stats_add_chunk(struct pgtrace_stats *s, const struct pgtrace_chunk *c);
 /*
  * Drain @r into @s (initialised here for the header's nr_cpus; free it with
- * pt_stats_free() even on error).  Replaces any chunk callback.  Returns 0
+ * pgtrace_stats_free() even on error).  Replaces any chunk callback.  Returns 0
  * at a clean end, else the reader's error; @s then holds what came before.
  */
-int pt_stats_collect(struct pt_reader *r, struct pt_stats *s);
+int pgtrace_stats_collect(struct pgtrace_reader *r, struct pgtrace_stats *s);
 
 /*
  * Analysis (analysis.c): what needs the events in time order.
  *
  * Chunks of different CPUs interleave in the stream in no particular
  * order, so an allocation on one CPU may come after its free on another.
- * pt_analysis puts events back in time order: each CPU's events are
+ * pgtrace_analysis puts events back in time order: each CPU's events are
  * already ordered, so it queues them per CPU and merges the queues,
  * releasing an event once every CPU that has logged events has a later one
  * queued, once it is @hold_ns older than the newest event seen (a CPU that
@@ -476,7 +476,7 @@ int pt_stats_collect(struct pt_reader *r, struct pt_stats *s);
  * flat array over the zones' PFNs (a hash map for PFNs outside them): a
  * free or reclaim of a block ends its lifetime; one of part of a block
  * (split pages) ends that part, found by looking up the naturally aligned
- * blocks of orders 1..PT_SPLIT_ORDERS that could hold it, and the rest
+ * blocks of orders 1..PGTRACE_SPLIT_ORDERS that could hold it, and the rest
  * stays as naturally aligned pieces (a piece that would start where a
  * later block starts is dropped: a free was lost).  A free of pages never
  * seen allocated is "unmatched": allocated before the trace started,
@@ -486,42 +486,42 @@ int pt_stats_collect(struct pt_reader *r, struct pt_stats *s);
  * PFN of the zones' span at most (its leaves of 1024 PFNs are made as
  * they are first written), the hash map 48 to 96 bytes a block in it.
  */
-#define PT_SPLIT_ORDERS		10
+#define PGTRACE_SPLIT_ORDERS		10
 /* Lifetime histograms: per order of the allocation, npages rounded up. */
-#define PT_LIFE_ORDERS		36
+#define PGTRACE_LIFE_ORDERS		36
 /*
  * Lifetime buckets, in units of 128 ns (the trace's time step): exact below
  * 64 units, then 32 buckets per power of two (at most 3% wide).
  */
-#define PT_LIFE_EXACT		64
-#define PT_LIFE_SUB		32
-#define PT_LIFE_BUCKETS		(PT_LIFE_EXACT + 51 * PT_LIFE_SUB)
-#define PT_RATE_BINS		1024
-#define PT_MAX_LOST_SITES	64
-#define PT_ZONE_OTHER		UINT32_MAX	/* pt_analysis_zone(): in no zone */
+#define PGTRACE_LIFE_EXACT		64
+#define PGTRACE_LIFE_SUB		32
+#define PGTRACE_LIFE_BUCKETS		(PGTRACE_LIFE_EXACT + 51 * PGTRACE_LIFE_SUB)
+#define PGTRACE_RATE_BINS		1024
+#define PGTRACE_MAX_LOST_SITES	64
+#define PGTRACE_ZONE_OTHER		UINT32_MAX	/* pgtrace_analysis_zone(): in no zone */
 
 /**
- * struct pt_life_hist - lifetimes (allocation to free or reclaim) of one order
+ * struct pgtrace_life_hist - lifetimes (allocation to free or reclaim) of one order
  * @count: lifetimes measured
  * @sum_ns: their sum (for the mean)
  * @min_ns, @max_ns: shortest and longest, exact
- * @buckets: counts per bucket, see pt_life_bucket_ns()
+ * @buckets: counts per bucket, see pgtrace_life_bucket_ns()
  */
-struct pt_life_hist {
+struct pgtrace_life_hist {
 	uint64_t	count;
 	uint64_t	sum_ns;
 	uint64_t	min_ns;
 	uint64_t	max_ns;
-	uint64_t	buckets[PT_LIFE_BUCKETS];
+	uint64_t	buckets[PGTRACE_LIFE_BUCKETS];
 };
 
 /**
- * struct pt_zone_stats - one zone's share of a trace
- * @events, @pages: events and pages per type, index as pt_stats.by_type
+ * struct pgtrace_zone_stats - one zone's share of a trace
+ * @events, @pages: events and pages per type, index as pgtrace_stats.by_type
  * @in_use: pages allocated (known, see above) at the end
  * @peak_in_use: most pages allocated at once
  */
-struct pt_zone_stats {
+struct pgtrace_zone_stats {
 	uint64_t	events[4];
 	uint64_t	pages[4];
 	uint64_t	in_use;
@@ -529,34 +529,34 @@ struct pt_zone_stats {
 };
 
 /**
- * struct pt_rate_bin - one slice of the time line
- * @events, @pages: per type, index as pt_stats.by_type
+ * struct pgtrace_rate_bin - one slice of the time line
+ * @events, @pages: per type, index as pgtrace_stats.by_type
  * @lost: events lost, by the time of the chunk that reported them
  */
-struct pt_rate_bin {
+struct pgtrace_rate_bin {
 	uint64_t	events[4];
 	uint64_t	pages[4];
 	uint64_t	lost;
 };
 
 /**
- * struct pt_lost_site - a chunk that reported lost events
+ * struct pgtrace_lost_site - a chunk that reported lost events
  * @offset: file offset of the chunk
  * @time_ns: its first time base
  * @lost: events lost before it
  * @cpu: its CPU
  */
-struct pt_lost_site {
+struct pgtrace_lost_site {
 	uint64_t	offset;
 	uint64_t	time_ns;
 	uint64_t	lost;
 	uint32_t	cpu;
 };
 
-struct pt_analysis;
+struct pgtrace_analysis;
 
 /**
- * struct pt_analysis_params - knobs and hooks of pt_analysis_collect()
+ * struct pgtrace_analysis_params - knobs and hooks of pgtrace_analysis_collect()
  * @hold_ns: how long to wait for a quiet CPU; 0: 4 flush periods plus
  *	     1 s for v1 streams, without limit for Go traces (Go flushes a
  *	     P's buffer only when it is full)
@@ -569,12 +569,12 @@ struct pt_analysis;
  *	    (it may be part of the event's range, or a replaced block); @order
  *	    is the allocation's
  * @arg: passed to both
- * @flags: PT_ANALYSIS_*
+ * @flags: PGTRACE_ANALYSIS_*
  */
-struct pt_analysis_params {
+struct pgtrace_analysis_params {
 	uint64_t	hold_ns;
 	uint64_t	max_held;
-	int		(*event)(const struct pt_event *ev, const struct pt_analysis *a,
+	int		(*event)(const struct pgtrace_event *ev, const struct pgtrace_analysis *a,
 				 void *arg);
 	void		(*change)(uint64_t time_ns, uint64_t pfn, uint64_t npages,
 				  int sign, unsigned int order, void *arg);
@@ -583,24 +583,24 @@ struct pt_analysis_params {
 };
 
 /*
- * pt_analysis_params.flags: only what needs no time order (counts by type,
+ * pgtrace_analysis_params.flags: only what needs no time order (counts by type,
  * order, CPU and zone, the rate time line, lost sites, snapshot counts):
  * no lifetimes, pages in use, peaks or unmatched frees, no hooks.  About
  * 3 times faster: no queues, no block map.
  */
-#define PT_ANALYSIS_UNORDERED	(1U << 0)
+#define PGTRACE_ANALYSIS_UNORDERED	(1U << 0)
 
 /**
- * struct pt_analysis - everything pt_analysis_collect() measures
- * @stats: the counts of pt_stats_collect()
+ * struct pgtrace_analysis - everything pgtrace_analysis_collect() measures
+ * @stats: the counts of pgtrace_stats_collect()
  * @nr_zones: the header's zone records, @zones a copy of them sorted by
  *	      start_pfn, @zone_stats one entry each, @other_zone events
  *	      outside every zone
  * @origin_ns: time of rate bin 0 (the header's start_ns)
  * @bin_ns: width of a rate bin; starts at 1 ms and doubles as needed
- * @nr_bins: rate bins up to the last used one (at most PT_RATE_BINS)
+ * @nr_bins: rate bins up to the last used one (at most PGTRACE_RATE_BINS)
  * @bins: the rate bins; events before @origin_ns go to bin 0
- * @lost_sites: the first PT_MAX_LOST_SITES chunks with lost events
+ * @lost_sites: the first PGTRACE_MAX_LOST_SITES chunks with lost events
  * @nr_lost_sites: entries used in @lost_sites (all of them are in stats.lost)
  * @life: lifetimes per allocation order (snapshot blocks have none)
  * @life_all: all lifetimes (the sum of @life, made at the end)
@@ -609,32 +609,32 @@ struct pt_analysis_params {
  * @in_use_blocks: blocks allocated now
  * @in_use_by_order: pages allocated now, by allocation order
  * @peak_in_use, @peak_ns: most pages allocated at once, and when first
- * @unmatched_events, @unmatched_pages: frees (index PT_EV_FREE) and
- *	reclaims (PT_EV_RECLAIM) of pages not known to be allocated
+ * @unmatched_events, @unmatched_pages: frees (index PGTRACE_EV_FREE) and
+ *	reclaims (PGTRACE_EV_RECLAIM) of pages not known to be allocated
  * @realloc_events: allocations of a block already allocated (replaced)
  * @late_events: events released out of time order (a CPU silent longer
  *	than hold_ns, or more than max_held queued); 0 means exact order
  * @max_held_seen: most events queued at once
  */
-struct pt_analysis {
-	struct pt_stats		stats;
+struct pgtrace_analysis {
+	struct pgtrace_stats		stats;
 	unsigned int		nr_zones;
-	struct pt_zone		*zones;
-	struct pt_zone_stats	*zone_stats;
-	struct pt_zone_stats	other_zone;
+	struct pgtrace_zone		*zones;
+	struct pgtrace_zone_stats	*zone_stats;
+	struct pgtrace_zone_stats	other_zone;
 	uint64_t		origin_ns;
 	uint64_t		bin_ns;
 	unsigned int		nr_bins;
-	struct pt_rate_bin	*bins;
-	struct pt_lost_site	lost_sites[PT_MAX_LOST_SITES];
+	struct pgtrace_rate_bin	*bins;
+	struct pgtrace_lost_site	lost_sites[PGTRACE_MAX_LOST_SITES];
 	unsigned int		nr_lost_sites;
-	struct pt_life_hist	*life;
-	struct pt_life_hist	life_all;
+	struct pgtrace_life_hist	*life;
+	struct pgtrace_life_hist	life_all;
 	uint64_t		snapshot_events;
 	uint64_t		snapshot_pages;
 	uint64_t		in_use;
 	uint64_t		in_use_blocks;
-	uint64_t		in_use_by_order[PT_LIFE_ORDERS];
+	uint64_t		in_use_by_order[PGTRACE_LIFE_ORDERS];
 	uint64_t		peak_in_use;
 	uint64_t		peak_ns;
 	uint64_t		unmatched_events[4];
@@ -643,54 +643,54 @@ struct pt_analysis {
 	uint64_t		late_events;
 	uint64_t		max_held_seen;
 	/* private */
-	struct pt_analysis_priv	*priv;
+	struct pgtrace_analysis_priv	*priv;
 };
 
 /**
- * pt_analysis_collect() - drain a reader into a struct pt_analysis
+ * pgtrace_analysis_collect() - drain a reader into a struct pgtrace_analysis
  * @r: an open reader, v1 or Go; its chunk callback is replaced
- * @a: filled in here; free it with pt_analysis_free() even on error
+ * @a: filled in here; free it with pgtrace_analysis_free() even on error
  * @p: knobs and hooks, or NULL for the defaults
  *
  * Return: 0 at a clean end of the stream, -ENOMEM, the reader's error, or
  * what a hook returned; @a then holds what came before.
  */
-int pt_analysis_collect(struct pt_reader *r, struct pt_analysis *a,
-			const struct pt_analysis_params *p);
+int pgtrace_analysis_collect(struct pgtrace_reader *r, struct pgtrace_analysis *a,
+			const struct pgtrace_analysis_params *p);
 
 /**
- * pt_analysis_free() - free what pt_analysis_collect() allocated
+ * pgtrace_analysis_free() - free what pgtrace_analysis_collect() allocated
  * @a: the analysis; may be freed twice, or after a failed collect
  */
-void pt_analysis_free(struct pt_analysis *a);
+void pgtrace_analysis_free(struct pgtrace_analysis *a);
 
 /**
- * pt_analysis_zone() - which zone a page is in
+ * pgtrace_analysis_zone() - which zone a page is in
  * @a: a collected analysis (its zones)
  * @pfn: the page frame
  *
- * Return: the index into @a->zones, or PT_ZONE_OTHER.
+ * Return: the index into @a->zones, or PGTRACE_ZONE_OTHER.
  */
-unsigned int pt_analysis_zone(const struct pt_analysis *a, uint64_t pfn);
+unsigned int pgtrace_analysis_zone(const struct pgtrace_analysis *a, uint64_t pfn);
 
 /**
- * pt_life_order() - the order that lifetimes of @npages pages count under
+ * pgtrace_life_order() - the order that lifetimes of @npages pages count under
  * @npages: pages of the allocation
  *
- * Return: log2 of @npages rounded up, at most PT_LIFE_ORDERS - 1.
+ * Return: log2 of @npages rounded up, at most PGTRACE_LIFE_ORDERS - 1.
  */
-unsigned int pt_life_order(uint64_t npages);
+unsigned int pgtrace_life_order(uint64_t npages);
 
 /**
- * pt_life_bucket_ns() - the smallest lifetime of a histogram bucket
- * @bucket: 0 .. PT_LIFE_BUCKETS - 1
+ * pgtrace_life_bucket_ns() - the smallest lifetime of a histogram bucket
+ * @bucket: 0 .. PGTRACE_LIFE_BUCKETS - 1
  *
  * Return: the bucket's lower bound in ns.
  */
-uint64_t pt_life_bucket_ns(unsigned int bucket);
+uint64_t pgtrace_life_bucket_ns(unsigned int bucket);
 
 /**
- * pt_life_percentile() - a lifetime percentile
+ * pgtrace_life_percentile() - a lifetime percentile
  * @h: a histogram
  * @pct: 0 .. 100
  *
@@ -700,7 +700,7 @@ uint64_t pt_life_bucket_ns(unsigned int bucket);
  *
  * Return: ns, or 0 if @h is empty.
  */
-uint64_t pt_life_percentile(const struct pt_life_hist *h, double pct);
+uint64_t pgtrace_life_percentile(const struct pgtrace_life_hist *h, double pct);
 
 /*
  * The mapped session: zero-copy reading of /dev/pagetrace.
@@ -711,20 +711,20 @@ uint64_t pt_life_percentile(const struct pt_life_hist *h, double pct);
  * [consumed, produced); the consumer reads them where they are and gives
  * them back with PAGETRACE_IOC_CONSUME.  The library owns that protocol:
  *
- *	pt_ring_map(fd, &r);		map the session open on fd
- *	pt_ring_claim(r);		read() is refused from now on
+ *	pgtrace_ring_map(fd, &r);		map the session open on fd
+ *	pgtrace_ring_claim(r);		read() is refused from now on
  *	for each cpu:
- *		n = pt_ring_peek(r, cpu, &pos);	closed chunks pos .. pos+n-1
- *		pt_ring_chunk(r, cpu, pos + i, &ch, &len);	read one
- *		pt_ring_advance(r, cpu, n);	done with them
- *	pt_ring_consume(r);		give every advanced chunk back, one ioctl
- *	pt_ring_unmap(r);
+ *		n = pgtrace_ring_peek(r, cpu, &pos);	closed chunks pos .. pos+n-1
+ *		pgtrace_ring_chunk(r, cpu, pos + i, &ch, &len);	read one
+ *		pgtrace_ring_advance(r, cpu, n);	done with them
+ *	pgtrace_ring_consume(r);		give every advanced chunk back, one ioctl
+ *	pgtrace_ring_unmap(r);
  *
  * One thread at a time per ring.  In flight recorder mode the kernel
  * overwrites unconsumed chunks itself: peek and read only between
  * PAGETRACE_IOC_FREEZE and PAGETRACE_IOC_THAW.
  */
-struct pt_ring;
+struct pgtrace_ring;
 
 /*
  * Map the session open on @fd (not closed by the ring; it must stay open).
@@ -732,30 +732,30 @@ struct pt_ring;
  * version or layout this library does not know, -ENOMEM, or mmap()'s
  * -errno.
  */
-int pt_ring_map(int fd, struct pt_ring **out);
+int pgtrace_ring_map(int fd, struct pgtrace_ring **out);
 /* Unmap and free; NULL is a no-op. */
-void pt_ring_unmap(struct pt_ring *r);
+void pgtrace_ring_unmap(struct pgtrace_ring *r);
 /*
  * Claim the session for the mapping (read() fails with EBUSY after):
  * 0, -EBUSY if read() claimed it, -EINTR.
  */
-int pt_ring_claim(struct pt_ring *r);
+int pgtrace_ring_claim(struct pgtrace_ring *r);
 /* The meta area: nr_cpus, chunk_size, nr_bufs, mode, offsets. */
-const struct pagetrace_meta *pt_ring_meta(const struct pt_ring *r);
+const struct pagetrace_meta *pgtrace_ring_meta(const struct pgtrace_ring *r);
 /*
  * The meta area's flags (PAGETRACE_META_*), loaded with acquire: after
  * STOPPED, a peek that finds nothing on every CPU means the end.
  */
-uint32_t pt_ring_flags(const struct pt_ring *r);
+uint32_t pgtrace_ring_flags(const struct pgtrace_ring *r);
 /* @cpu's positions and counters; NULL if @cpu >= nr_cpus. */
-const struct pagetrace_meta_cpu *pt_ring_cpu(const struct pt_ring *r, unsigned int cpu);
+const struct pagetrace_meta_cpu *pgtrace_ring_cpu(const struct pgtrace_ring *r, unsigned int cpu);
 /*
  * The stream's prefix, as a file written from the mapping begins: the
  * header, then the snapshot (header_size + snapshot_size bytes, in two
  * pieces).  Returns the header; *@snapshot and *@snapshot_len (if not
  * NULL) give the snapshot.
  */
-const struct pagetrace_header *pt_ring_header(const struct pt_ring *r,
+const struct pagetrace_header *pgtrace_ring_header(const struct pgtrace_ring *r,
 					      const void **snapshot,
 					      size_t *snapshot_len);
 /*
@@ -764,24 +764,24 @@ const struct pagetrace_header *pt_ring_header(const struct pt_ring *r,
  * position of the first.  Reads produced with acquire: the chunks it
  * covers are complete.
  */
-int64_t pt_ring_peek(struct pt_ring *r, unsigned int cpu, uint64_t *pos);
+int64_t pgtrace_ring_peek(struct pgtrace_ring *r, unsigned int cpu, uint64_t *pos);
 /*
- * The chunk of @cpu at @pos (from pt_ring_peek()) and its length in
+ * The chunk of @cpu at @pos (from pgtrace_ring_peek()) and its length in
  * bytes, header included: 0, -EINVAL for a CPU the ring does not have or
  * a position that is not a closed chunk still held, or -EBADMSG if its
  * word count does not fit the buffer.
  */
-int pt_ring_chunk(const struct pt_ring *r, unsigned int cpu, uint64_t pos,
+int pgtrace_ring_chunk(const struct pgtrace_ring *r, unsigned int cpu, uint64_t pos,
 		  const struct pagetrace_chunk **chunk, size_t *len);
-/* Done with the next @n chunks of @cpu; they go back at pt_ring_consume(). */
-int pt_ring_advance(struct pt_ring *r, unsigned int cpu, uint64_t n);
+/* Done with the next @n chunks of @cpu; they go back at pgtrace_ring_consume(). */
+int pgtrace_ring_advance(struct pgtrace_ring *r, unsigned int cpu, uint64_t n);
 /*
  * Give every chunk advanced past back to the kernel, with one
  * PAGETRACE_IOC_CONSUME: returns how many (0 if none: then no system
  * call), or the ioctl's -errno (-EBUSY: a flight recorder that is not
  * frozen).  The chunks must not be read after.
  */
-int64_t pt_ring_consume(struct pt_ring *r);
+int64_t pgtrace_ring_consume(struct pgtrace_ring *r);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Task names, as reader.c decodes them from name slices: tgid -> comm,
- * last one wins, a table of at most PT_READER_MAX_NAMES entries (open
+ * last one wins, a table of at most PGTRACE_READER_MAX_NAMES entries (open
  * addressing, linear probing, kept at most half full).
  */
 #include <stdlib.h>
@@ -12,7 +12,7 @@ static unsigned int name_hash(uint32_t tgid, unsigned int cap)
 	return (unsigned int)((tgid * 0x9e3779b1U) & (cap - 1));
 }
 
-static struct pt_name *name_slot(struct pt_name *t, unsigned int cap, uint32_t tgid)
+static struct pgtrace_name *name_slot(struct pgtrace_name *t, unsigned int cap, uint32_t tgid)
 {
 	unsigned int i = name_hash(tgid, cap);
 
@@ -21,10 +21,10 @@ static struct pt_name *name_slot(struct pt_name *t, unsigned int cap, uint32_t t
 	return &t[i];
 }
 
-static int names_grow(struct pt_reader *r)
+static int names_grow(struct pgtrace_reader *r)
 {
 	unsigned int cap = r->names_cap ? 2 * r->names_cap : 64;
-	struct pt_name *t = calloc(cap, sizeof(*t));
+	struct pgtrace_name *t = calloc(cap, sizeof(*t));
 
 	if (!t)
 		return -1;
@@ -37,14 +37,14 @@ static int names_grow(struct pt_reader *r)
 	return 0;
 }
 
-void pt_set_name(struct pt_reader *r, uint32_t tgid, const unsigned char *comm)
+void pgtrace_set_name(struct pgtrace_reader *r, uint32_t tgid, const unsigned char *comm)
 {
-	struct pt_name *n = NULL;
+	struct pgtrace_name *n = NULL;
 
 	if (r->names_cap)
 		n = name_slot(r->names, r->names_cap, tgid);
 	if (!n || !n->used) {
-		if (r->nr_names >= PT_READER_MAX_NAMES) {
+		if (r->nr_names >= PGTRACE_READER_MAX_NAMES) {
 			r->names_dropped++;
 			return;
 		}
@@ -63,7 +63,7 @@ void pt_set_name(struct pt_reader *r, uint32_t tgid, const unsigned char *comm)
 	n->comm[PAGETRACE_COMM_LEN] = '\0';
 }
 
-void pt_names_free(struct pt_reader *r)
+void pgtrace_names_free(struct pgtrace_reader *r)
 {
 	free(r->names);
 	r->names = NULL;
@@ -71,9 +71,9 @@ void pt_names_free(struct pt_reader *r)
 	r->nr_names = 0;
 }
 
-const char *pt_reader_task_name(const struct pt_reader *r, int64_t tgid)
+const char *pgtrace_reader_task_name(const struct pgtrace_reader *r, int64_t tgid)
 {
-	const struct pt_name *n;
+	const struct pgtrace_name *n;
 
 	if (!r->names_cap || tgid < 0 || tgid > (int64_t)PAGETRACE_ID_TGID_MASK)
 		return NULL;
@@ -81,7 +81,7 @@ const char *pt_reader_task_name(const struct pt_reader *r, int64_t tgid)
 	return n->used ? n->comm : NULL;
 }
 
-uint64_t pt_reader_names_dropped(const struct pt_reader *r)
+uint64_t pgtrace_reader_names_dropped(const struct pgtrace_reader *r)
 {
 	return r->names_dropped;
 }

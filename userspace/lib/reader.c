@@ -13,23 +13,23 @@
 #define TASK_ID_RESERVED (~(PAGETRACE_ID_TASK | 0xffffffffULL) & \
 			  (~0ULL >> PAGETRACE_ID_SHIFT))
 
-static uint64_t cur_off(const struct pt_reader *r)
+static uint64_t cur_off(const struct pgtrace_reader *r)
 {
 	return r->buf_off + r->pos;
 }
 
-static int truncated_chunk(struct pt_reader *r)
+static int truncated_chunk(struct pgtrace_reader *r)
 {
 	uint64_t have = r->buf_off + r->len - r->chunk.offset;
 
-	return pt_set_error(r, -EBADMSG, r->chunk.offset,
+	return pgtrace_set_error(r, -EBADMSG, r->chunk.offset,
 			    "file ends inside a chunk (need %llu bytes, have %llu)",
 			    (unsigned long long)(CHUNK_HDR + 8ULL * r->chunk.nr_words),
 			    (unsigned long long)have);
 }
 
 /* Chunks of one CPU are stitched together only outside snapshots. */
-static void end_chunk(struct pt_reader *r)
+static void end_chunk(struct pgtrace_reader *r)
 {
 	if (!(r->chunk.flags & PAGETRACE_CHUNK_SNAPSHOT))
 		r->cpus[r->chunk.cpu].last_ns = r->last_ns;
@@ -39,19 +39,19 @@ static void end_chunk(struct pt_reader *r)
  * The chunk header at buf + pos (fields in r->chunk) is a symbol chunk's:
  * check it and read all its entries.  Returns 0 or an error.
  */
-static int symbol_chunk(struct pt_reader *r, uint32_t reserved)
+static int symbol_chunk(struct pgtrace_reader *r, uint32_t reserved)
 {
-	const struct pt_chunk *c = &r->chunk;
+	const struct pgtrace_chunk *c = &r->chunk;
 	int ret;
 
 	if (c->flags != PAGETRACE_CHUNK_SYMBOLS || c->cpu || c->seq || c->lost || reserved)
-		return pt_set_error(r, -EBADMSG, c->offset,
+		return pgtrace_set_error(r, -EBADMSG, c->offset,
 				    "symbol chunk has flags 0x%x cpu %u seq %llu lost %llu reserved 0x%x, expected 0x%llx and zeroes",
 				    c->flags, c->cpu, (unsigned long long)c->seq,
 				    (unsigned long long)c->lost, reserved,
 				    (unsigned long long)PAGETRACE_CHUNK_SYMBOLS);
 	if (c->nr_words < 3)
-		return pt_set_error(r, -EBADMSG, c->offset,
+		return pgtrace_set_error(r, -EBADMSG, c->offset,
 				    "symbol chunk has %u words, need at least 3 (one entry)",
 				    c->nr_words);
 	r->pos += CHUNK_HDR;
@@ -62,7 +62,7 @@ static int symbol_chunk(struct pt_reader *r, uint32_t reserved)
 	r->cnt.bytes += CHUNK_HDR + 8ULL * c->nr_words;
 	while (r->words_left) {
 		if (r->len - r->pos < r->want) {
-			ssize_t have = pt_fill(r, r->want);
+			ssize_t have = pgtrace_fill(r, r->want);
 
 			if (have < 0)
 				return (int)have;
@@ -70,7 +70,7 @@ static int symbol_chunk(struct pt_reader *r, uint32_t reserved)
 				return truncated_chunk(r);
 		}
 		r->want = 8;
-		ret = pt_decode_symbols(r);
+		ret = pgtrace_decode_symbols(r);
 		if (ret)
 			return ret;
 	}
@@ -78,11 +78,11 @@ static int symbol_chunk(struct pt_reader *r, uint32_t reserved)
 }
 
 /* Returns 1 with a chunk started, 0 at a clean end, or an error. */
-static int start_chunk(struct pt_reader *r)
+static int start_chunk(struct pgtrace_reader *r)
 {
 	const struct pagetrace_header *h = &r->hdr;
-	struct pt_chunk *c = &r->chunk;
-	struct pt_cpu_state *cs;
+	struct pgtrace_chunk *c = &r->chunk;
+	struct pgtrace_cpu_state *cs;
 	const unsigned char *p;
 	uint64_t off, w0, w1, base, expect;
 	uint32_t reserved;
@@ -91,32 +91,32 @@ static int start_chunk(struct pt_reader *r)
 	int ret;
 
 again:
-	have = pt_fill(r, CHUNK_HDR + 16);
+	have = pgtrace_fill(r, CHUNK_HDR + 16);
 	if (have < 0)
 		return have;
 	if (have == 0)
 		return 0;
 	off = cur_off(r);
 	if ((size_t)have < CHUNK_HDR)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "file ends inside a chunk header (need %zu bytes, have %zd)",
 				    CHUNK_HDR, have);
 	p = r->buf + r->pos;
 	if (memcmp(p, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN)) {
 		char m[4 * PAGETRACE_CHUNK_MAGIC_LEN + 1];
 
-		pt_escape(m, p, PAGETRACE_CHUNK_MAGIC_LEN);
-		return pt_set_error(r, -EBADMSG, off,
+		pgtrace_escape(m, p, PAGETRACE_CHUNK_MAGIC_LEN);
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "chunk magic is '%s', expected '%s'", m,
 				    PAGETRACE_CHUNK_MAGIC);
 	}
 	c->offset = off;
-	c->cpu = pt_load16(p + offsetof(struct pagetrace_chunk, cpu));
-	c->flags = pt_load16(p + offsetof(struct pagetrace_chunk, flags));
-	c->nr_words = pt_load32(p + offsetof(struct pagetrace_chunk, nr_words));
-	reserved = pt_load32(p + offsetof(struct pagetrace_chunk, reserved));
-	c->seq = pt_load64(p + offsetof(struct pagetrace_chunk, seq));
-	c->lost = pt_load64(p + offsetof(struct pagetrace_chunk, lost));
+	c->cpu = pgtrace_load16(p + offsetof(struct pagetrace_chunk, cpu));
+	c->flags = pgtrace_load16(p + offsetof(struct pagetrace_chunk, flags));
+	c->nr_words = pgtrace_load32(p + offsetof(struct pagetrace_chunk, nr_words));
+	reserved = pgtrace_load32(p + offsetof(struct pagetrace_chunk, reserved));
+	c->seq = pgtrace_load64(p + offsetof(struct pagetrace_chunk, seq));
+	c->lost = pgtrace_load64(p + offsetof(struct pagetrace_chunk, lost));
 	c->missing = 0;
 	snap = c->flags & PAGETRACE_CHUNK_SNAPSHOT;
 
@@ -128,31 +128,31 @@ again:
 	}
 
 	if (c->cpu >= h->nr_cpus)
-		return pt_set_error(r, -EBADMSG, off, "chunk cpu %u >= nr_cpus %u",
+		return pgtrace_set_error(r, -EBADMSG, off, "chunk cpu %u >= nr_cpus %u",
 				    c->cpu, h->nr_cpus);
 	if (reserved)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "chunk reserved field is 0x%x, expected 0", reserved);
 	if (c->nr_words < 2)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "chunk has %u words, need at least 2 (pid, sync)",
 				    c->nr_words);
 	if (CHUNK_HDR + 8ULL * c->nr_words > h->chunk_size)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "chunk has %u words, more than chunk_size %u holds",
 				    c->nr_words, h->chunk_size);
 
 	cs = &r->cpus[c->cpu];
 	if (snap) {
 		if (c->seq)
-			return pt_set_error(r, -EBADMSG, off,
+			return pgtrace_set_error(r, -EBADMSG, off,
 					    "snapshot chunk has seq %llu, expected 0",
 					    (unsigned long long)c->seq);
 	} else {
 		expect = cs->seen ? cs->next_seq : 0;
 		if (c->seq < expect ||
 		    (c->seq > expect && !(h->flags & PAGETRACE_FLAG_OVERWRITE)))
-			return pt_set_error(r, -EBADMSG, off,
+			return pgtrace_set_error(r, -EBADMSG, off,
 					    "cpu %u chunk seq %llu, expected %llu",
 					    c->cpu, (unsigned long long)c->seq,
 					    (unsigned long long)expect);
@@ -161,23 +161,23 @@ again:
 
 	if ((size_t)have < CHUNK_HDR + 16)
 		return truncated_chunk(r);
-	w0 = pt_load64(p + CHUNK_HDR);
-	w1 = pt_load64(p + CHUNK_HDR + 8);
+	w0 = pgtrace_load64(p + CHUNK_HDR);
+	w1 = pgtrace_load64(p + CHUNK_HDR + 8);
 	if (!pagetrace_word_is_pid(w0))
-		return pt_set_error(r, -EBADMSG, off + CHUNK_HDR,
+		return pgtrace_set_error(r, -EBADMSG, off + CHUNK_HDR,
 				    "chunk word 0 is 0x%016llx, not a pid word",
 				    (unsigned long long)w0);
 	if (pagetrace_word_id(w0) != c->cpu)
-		return pt_set_error(r, -EBADMSG, off + CHUNK_HDR,
+		return pgtrace_set_error(r, -EBADMSG, off + CHUNK_HDR,
 				    "chunk word 0 has id %llu, expected cpu %u",
 				    (unsigned long long)pagetrace_word_id(w0), c->cpu);
 	if (w1 & (PAGETRACE_TYPE_MASK | PAGETRACE_IS_PID))
-		return pt_set_error(r, -EBADMSG, off + CHUNK_HDR + 8,
+		return pgtrace_set_error(r, -EBADMSG, off + CHUNK_HDR + 8,
 				    "chunk word 1 is 0x%016llx, not a sync word",
 				    (unsigned long long)w1);
 	base = pagetrace_word_sync_ns(w1);
 	if (!snap && base < cs->last_ns)
-		return pt_set_error(r, -EBADMSG, off + CHUNK_HDR + 8,
+		return pgtrace_set_error(r, -EBADMSG, off + CHUNK_HDR + 8,
 				    "time goes backwards on cpu %u: %llu ns after %llu ns",
 				    c->cpu, (unsigned long long)base,
 				    (unsigned long long)cs->last_ns);
@@ -201,7 +201,7 @@ again:
 	r->base_ns = base;
 	r->last_ns = base;
 	c->time_ns = base;
-	r->task = PT_TASK_UNKNOWN;
+	r->task = PGTRACE_TASK_UNKNOWN;
 	r->want = 8;
 	/* A new generation of the ids defined in this chunk. */
 	r->nr_defined = 0;
@@ -236,13 +236,13 @@ put_event(void *out, unsigned int k, const bool compact, uint64_t w,
 	  int64_t task, uint32_t cpu, uint16_t cflags, uint32_t stack)
 {
 	if (compact) {
-		struct pt_cevent *ce = (struct pt_cevent *)out + k;
+		struct pgtrace_compact_event *ce = (struct pgtrace_compact_event *)out + k;
 
 		ce->time_ns = t;
 		ce->pfn = pagetrace_word_pfn(w);
 		ce->npages_type = npages << 2 | (w & PAGETRACE_TYPE_MASK);
 	} else {
-		struct pt_event *ev = (struct pt_event *)out + k;
+		struct pgtrace_event *ev = (struct pgtrace_event *)out + k;
 
 		ev->time_ns = t;
 		ev->pfn = pagetrace_word_pfn(w);
@@ -266,7 +266,7 @@ put_event(void *out, unsigned int k, const bool compact, uint64_t w,
  * caller), 0 when the buffer must hold more first (r->want is set), or an
  * error.
  */
-static int decode_name(struct pt_reader *r, const unsigned char *p, uint64_t navail,
+static int decode_name(struct pgtrace_reader *r, const unsigned char *p, uint64_t navail,
 		       uint64_t left, uint64_t off)
 {
 	unsigned char comm[PAGETRACE_COMM_LEN] = { 0 };
@@ -276,31 +276,31 @@ static int decode_name(struct pt_reader *r, const unsigned char *p, uint64_t nav
 	for (;;) {
 		if (n >= navail) {
 			if (n >= left)
-				return pt_set_error(r, -EBADMSG, off,
+				return pgtrace_set_error(r, -EBADMSG, off,
 						    "name cut off by the end of its chunk");
 			/* Its next words are not read yet. */
 			r->want = 8 * (n + 1);
 			return 0;
 		}
-		w = pt_load64(p + 8 * n);
+		w = pgtrace_load64(p + 8 * n);
 		if (n && pagetrace_word_is_task(w))
 			break;
 		if (!pagetrace_word_is_name(w) || pagetrace_word_name_index(w) != n) {
 			if (!n)
-				return pt_set_error(r, -EBADMSG, off,
+				return pgtrace_set_error(r, -EBADMSG, off,
 						    "name slice 0x%016llx does not start a name",
 						    (unsigned long long)w);
-			return pt_set_error(r, -EBADMSG, off + 8 * n,
+			return pgtrace_set_error(r, -EBADMSG, off + 8 * n,
 					    "word 0x%016llx after name slice %u is neither its next slice nor a task record",
 					    (unsigned long long)w, n - 1);
 		}
 		if (pagetrace_word_name_bytes(w, comm))
-			return pt_set_error(r, -EBADMSG, off + 8 * n,
+			return pgtrace_set_error(r, -EBADMSG, off + 8 * n,
 					    "name slice 0x%016llx has bytes past the name's %u",
 					    (unsigned long long)w, PAGETRACE_COMM_LEN);
 		n++;
 	}
-	pt_set_name(r, pagetrace_word_tgid(w), comm);
+	pgtrace_set_name(r, pagetrace_word_tgid(w), comm);
 	return (int)n;
 }
 
@@ -312,10 +312,10 @@ static int decode_name(struct pt_reader *r, const unsigned char *p, uint64_t nav
  * returns them first via *@n).
  */
 static __attribute__((always_inline)) inline int
-decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n,
+decode_words_t(struct pgtrace_reader *r, void *out, unsigned int max, unsigned int *n,
 	       const bool compact)
 {
-	struct pt_event *evs = out;
+	struct pgtrace_event *evs = out;
 	const unsigned char *p = r->buf + r->pos;
 	uint64_t navail = (r->len - r->pos) / 8;
 	uint64_t left = r->words_left;
@@ -343,7 +343,7 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 		while (i < navail && k < max) {
 			uint64_t t, np;
 
-			w = pt_load64(p + 8 * i);
+			w = pgtrace_load64(p + 8 * i);
 			t = base + pagetrace_word_delta_ns(w);
 			np = pagetrace_word_npages(w);
 			if (unlikely(!((w & PAGETRACE_TYPE_MASK) != 0) |
@@ -357,7 +357,7 @@ decode_words_t(struct pt_reader *r, void *out, unsigned int max, unsigned int *n
 		}
 		if (!(i < navail && k < max))
 			break;
-		w = pt_load64(p + 8 * i);
+		w = pgtrace_load64(p + 8 * i);
 event:
 		if (likely(w & PAGETRACE_TYPE_MASK)) {
 			uint64_t npages = pagetrace_word_npages(w);
@@ -368,7 +368,7 @@ event:
 				if (i + 1 >= navail) {
 					if (left - i == 1) {
 						ret = -EBADMSG;
-						pt_set_error(r, ret, cur_off(r) + 8 * i,
+						pgtrace_set_error(r, ret, cur_off(r) + 8 * i,
 							     "large event is the last word of its chunk");
 						break;
 					}
@@ -378,16 +378,16 @@ event:
 				}
 				if (npages) {
 					ret = -EBADMSG;
-					pt_set_error(r, ret, cur_off(r) + 8 * i,
+					pgtrace_set_error(r, ret, cur_off(r) + 8 * i,
 						     "large event word 0x%016llx has npages field %llu, expected 0",
 						     (unsigned long long)w,
 						     (unsigned long long)npages);
 					break;
 				}
-				npages = pt_load64(p + 8 * (i + 1));
+				npages = pgtrace_load64(p + 8 * (i + 1));
 				if (npages <= PAGETRACE_NPAGES_MAX || npages > LARGE_NPAGES_MAX) {
 					ret = -EBADMSG;
-					pt_set_error(r, ret, cur_off(r) + 8 * i,
+					pgtrace_set_error(r, ret, cur_off(r) + 8 * i,
 						     "large event has npages %llu, expected %llu..%llu",
 						     (unsigned long long)npages,
 						     PAGETRACE_NPAGES_MAX + 1,
@@ -398,7 +398,7 @@ event:
 			} else {
 				if (unlikely(!npages)) {
 					ret = -EBADMSG;
-					pt_set_error(r, ret, cur_off(r) + 8 * i,
+					pgtrace_set_error(r, ret, cur_off(r) + 8 * i,
 						     "event word 0x%016llx has npages 0",
 						     (unsigned long long)w);
 					break;
@@ -407,7 +407,7 @@ event:
 			}
 			if (unlikely(t < last)) {
 				ret = -EBADMSG;
-				pt_set_error(r, ret, cur_off(r) + 8 * at,
+				pgtrace_set_error(r, ret, cur_off(r) + 8 * at,
 					     "time goes backwards on cpu %u: %llu ns after %llu ns",
 					     cpu, (unsigned long long)t,
 					     (unsigned long long)last);
@@ -423,7 +423,7 @@ event:
 			uint64_t id = pagetrace_word_id(w);
 
 			if (pagetrace_word_is_stack(w)) {
-				int got = pt_decode_stack(r, p + 8 * i, navail - i, left - i,
+				int got = pgtrace_decode_stack(r, p + 8 * i, navail - i, left - i,
 							  cur_off(r) + 8 * i, &stack);
 
 				if (got <= 0) {
@@ -433,7 +433,7 @@ event:
 				i += got;
 				if (stack) {
 					/* A SAMPLE: its event is in the buffer. */
-					w = pt_load64(p + 8 * i);
+					w = pgtrace_load64(p + 8 * i);
 					goto event;
 				}
 				continue;
@@ -451,15 +451,15 @@ event:
 			}
 			if (!(id & PAGETRACE_ID_TASK) || (id & TASK_ID_RESERVED)) {
 				ret = -EBADMSG;
-				pt_set_error(r, ret, cur_off(r) + 8 * i,
+				pgtrace_set_error(r, ret, cur_off(r) + 8 * i,
 					     "pid word 0x%016llx inside a chunk is not a task record",
 					     (unsigned long long)w);
 				break;
 			}
 			task = (int64_t)(id & 0xffffffffULL);
 			ntasks++;
-			if (!compact && (r->flags & PT_READER_TASKS)) {
-				struct pt_event *ev = &evs[k++];
+			if (!compact && (r->flags & PGTRACE_READER_TASKS)) {
+				struct pgtrace_event *ev = &evs[k++];
 
 				ev->time_ns = last;
 				ev->pfn = 0;
@@ -469,7 +469,7 @@ event:
 				ev->task = task;
 				ev->cpu = cpu;
 				ev->chunk_flags = cflags;
-				ev->type = PT_EV_TASK;
+				ev->type = PGTRACE_EV_TASK;
 				ev->__pad = 0;
 				ev->stack = 0;
 				ev->__pad2 = 0;
@@ -481,7 +481,7 @@ event:
 
 			if (unlikely(t < last)) {
 				ret = -EBADMSG;
-				pt_set_error(r, ret, cur_off(r) + 8 * i,
+				pgtrace_set_error(r, ret, cur_off(r) + 8 * i,
 					     "time goes backwards on cpu %u: sync to %llu ns after %llu ns",
 					     cpu, (unsigned long long)t,
 					     (unsigned long long)last);
@@ -505,27 +505,27 @@ event:
 	return ret;
 }
 
-static int decode_words(struct pt_reader *r, struct pt_event *evs,
+static int decode_words(struct pgtrace_reader *r, struct pgtrace_event *evs,
 			unsigned int max, unsigned int *n)
 {
 	return decode_words_t(r, evs, max, n, false);
 }
 
-static int decode_words_compact(struct pt_reader *r, struct pt_cevent *evs,
+static int decode_words_compact(struct pgtrace_reader *r, struct pgtrace_compact_event *evs,
 				unsigned int max, unsigned int *n)
 {
 	return decode_words_t(r, evs, max, n, true);
 }
 
-int pt_reader_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int max)
+int pgtrace_reader_next_batch(struct pgtrace_reader *r, struct pgtrace_event *evs, unsigned int max)
 {
 	unsigned int n = 0;
 	int ret;
 
 	if (r->err)
 		return r->err;
-	if (r->flags & PT_READER_GO)
-		return pt_go_next_batch(r, evs, max);
+	if (r->flags & PGTRACE_READER_GO)
+		return pgtrace_go_next_batch(r, evs, max);
 	while (n < max) {
 		if (!r->words_left) {
 			ret = start_chunk(r);
@@ -534,7 +534,7 @@ int pt_reader_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int
 			continue;
 		}
 		if (r->len - r->pos < r->want) {
-			ssize_t have = pt_fill(r, r->want);
+			ssize_t have = pgtrace_fill(r, r->want);
 
 			if (have < 0)
 				return n ? (int)n : (int)have;
@@ -551,19 +551,19 @@ int pt_reader_next_batch(struct pt_reader *r, struct pt_event *evs, unsigned int
 	return n;
 }
 
-int pt_reader_next(struct pt_reader *r, struct pt_event *ev)
+int pgtrace_reader_next(struct pgtrace_reader *r, struct pgtrace_event *ev)
 {
-	return pt_reader_next_batch(r, ev, 1);
+	return pgtrace_reader_next_batch(r, ev, 1);
 }
 
-int pt_reader_peek_chunk(struct pt_reader *r, const struct pt_chunk **chunk)
+int pgtrace_reader_peek_chunk(struct pgtrace_reader *r, const struct pgtrace_chunk **chunk)
 {
 	int ret;
 
 	*chunk = &r->chunk;
 	if (r->err)
 		return r->err;
-	if (r->flags & PT_READER_GO)
+	if (r->flags & PGTRACE_READER_GO)
 		return -EOPNOTSUPP;
 	while (!r->words_left) {
 		ret = start_chunk(r);
@@ -573,8 +573,8 @@ int pt_reader_peek_chunk(struct pt_reader *r, const struct pt_chunk **chunk)
 	return 1;
 }
 
-int pt_reader_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int max,
-		       const struct pt_chunk **chunk)
+int pgtrace_reader_next_run(struct pgtrace_reader *r, struct pgtrace_compact_event *evs, unsigned int max,
+		       const struct pgtrace_chunk **chunk)
 {
 	unsigned int n = 0;
 	int ret;
@@ -582,8 +582,8 @@ int pt_reader_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int 
 	*chunk = &r->chunk;
 	if (r->err)
 		return r->err;
-	if (r->flags & PT_READER_GO)
-		return pt_go_next_run(r, evs, max);
+	if (r->flags & PGTRACE_READER_GO)
+		return pgtrace_go_next_run(r, evs, max);
 	while (n < max) {
 		if (!r->words_left) {
 			/* A run is one chunk's events. */
@@ -595,7 +595,7 @@ int pt_reader_next_run(struct pt_reader *r, struct pt_cevent *evs, unsigned int 
 			continue;
 		}
 		if (r->len - r->pos < r->want) {
-			ssize_t have = pt_fill(r, r->want);
+			ssize_t have = pgtrace_fill(r, r->want);
 
 			if (have < 0)
 				return n ? (int)n : (int)have;

@@ -7,7 +7,7 @@
  * with release, and takes them back when PAGETRACE_IOC_CONSUME stores a
  * new consumed position.  Between the two the chunks are ours to read in
  * place.  The ring keeps, per CPU, the first chunk its user has not yet
- * advanced past (@next); pt_ring_consume() hands all of them back at once,
+ * advanced past (@next); pgtrace_ring_consume() hands all of them back at once,
  * so that draining every CPU costs one system call.  In flight recorder
  * mode the writer moves consumed itself when it overwrites, so @next is
  * never taken below the kernel's consumed position.
@@ -20,7 +20,7 @@
 
 #include "libpagetrace.h"
 
-struct pt_ring {
+struct pgtrace_ring {
 	int				fd;
 	void				*map;
 	size_t				size;
@@ -29,7 +29,7 @@ struct pt_ring {
 	uint64_t			*pos;	/* the CONSUME argument */
 };
 
-static const struct pagetrace_meta_cpu *meta_cpu(const struct pt_ring *r,
+static const struct pagetrace_meta_cpu *meta_cpu(const struct pgtrace_ring *r,
 						 unsigned int cpu)
 {
 	return (const void *)((const char *)r->map + r->meta->cpu_offset +
@@ -42,13 +42,13 @@ static uint64_t load_acquire(const __u64 *p)
 }
 
 /* Whether [off, off + len) lies inside the mapping. */
-static bool inside(const struct pt_ring *r, uint64_t off, uint64_t len)
+static bool inside(const struct pgtrace_ring *r, uint64_t off, uint64_t len)
 {
 	return off <= r->size && len <= r->size - off;
 }
 
 /* The meta area describes a layout that fits the mapping. */
-static bool meta_valid(const struct pt_ring *r)
+static bool meta_valid(const struct pgtrace_ring *r)
 {
 	const struct pagetrace_meta *m = r->meta;
 
@@ -67,10 +67,10 @@ static bool meta_valid(const struct pt_ring *r)
 	       m->nr_cpus <= (r->size - m->data_offset) / m->ring_size;
 }
 
-int pt_ring_map(int fd, struct pt_ring **out)
+int pgtrace_ring_map(int fd, struct pgtrace_ring **out)
 {
 	struct pagetrace_mmap_info mi;
-	struct pt_ring *r;
+	struct pgtrace_ring *r;
 	int ret;
 
 	*out = NULL;
@@ -111,7 +111,7 @@ free_ring:
 	return ret;
 }
 
-void pt_ring_unmap(struct pt_ring *r)
+void pgtrace_ring_unmap(struct pgtrace_ring *r)
 {
 	if (!r)
 		return;
@@ -121,30 +121,30 @@ void pt_ring_unmap(struct pt_ring *r)
 	free(r);
 }
 
-int pt_ring_claim(struct pt_ring *r)
+int pgtrace_ring_claim(struct pgtrace_ring *r)
 {
 	struct pagetrace_consume c = { 0 };
 
 	return ioctl(r->fd, PAGETRACE_IOC_CONSUME, &c) ? -errno : 0;
 }
 
-const struct pagetrace_meta *pt_ring_meta(const struct pt_ring *r)
+const struct pagetrace_meta *pgtrace_ring_meta(const struct pgtrace_ring *r)
 {
 	return r->meta;
 }
 
-uint32_t pt_ring_flags(const struct pt_ring *r)
+uint32_t pgtrace_ring_flags(const struct pgtrace_ring *r)
 {
 	/* Acquire: pairs with the kernel's release of STOPPED and FROZEN. */
 	return __atomic_load_n(&r->meta->flags, __ATOMIC_ACQUIRE);
 }
 
-const struct pagetrace_meta_cpu *pt_ring_cpu(const struct pt_ring *r, unsigned int cpu)
+const struct pagetrace_meta_cpu *pgtrace_ring_cpu(const struct pgtrace_ring *r, unsigned int cpu)
 {
 	return cpu < r->meta->nr_cpus ? meta_cpu(r, cpu) : NULL;
 }
 
-const struct pagetrace_header *pt_ring_header(const struct pt_ring *r,
+const struct pagetrace_header *pgtrace_ring_header(const struct pgtrace_ring *r,
 					      const void **snapshot,
 					      size_t *snapshot_len)
 {
@@ -158,7 +158,7 @@ const struct pagetrace_header *pt_ring_header(const struct pt_ring *r,
 }
 
 /* The first chunk of @cpu not advanced past: ours, or the kernel's consumed. */
-static uint64_t first_pos(const struct pt_ring *r, unsigned int cpu)
+static uint64_t first_pos(const struct pgtrace_ring *r, unsigned int cpu)
 {
 	uint64_t consumed = __atomic_load_n(&meta_cpu(r, cpu)->consumed,
 					    __ATOMIC_RELAXED);
@@ -166,7 +166,7 @@ static uint64_t first_pos(const struct pt_ring *r, unsigned int cpu)
 	return r->next[cpu] > consumed ? r->next[cpu] : consumed;
 }
 
-int64_t pt_ring_peek(struct pt_ring *r, unsigned int cpu, uint64_t *pos)
+int64_t pgtrace_ring_peek(struct pgtrace_ring *r, unsigned int cpu, uint64_t *pos)
 {
 	uint64_t produced, first;
 
@@ -179,7 +179,7 @@ int64_t pt_ring_peek(struct pt_ring *r, unsigned int cpu, uint64_t *pos)
 	return produced > first ? (int64_t)(produced - first) : 0;
 }
 
-int pt_ring_chunk(const struct pt_ring *r, unsigned int cpu, uint64_t pos,
+int pgtrace_ring_chunk(const struct pgtrace_ring *r, unsigned int cpu, uint64_t pos,
 		  const struct pagetrace_chunk **chunk, size_t *len)
 {
 	const struct pagetrace_meta *m = r->meta;
@@ -204,7 +204,7 @@ int pt_ring_chunk(const struct pt_ring *r, unsigned int cpu, uint64_t pos,
 	return 0;
 }
 
-int pt_ring_advance(struct pt_ring *r, unsigned int cpu, uint64_t n)
+int pgtrace_ring_advance(struct pgtrace_ring *r, unsigned int cpu, uint64_t n)
 {
 	uint64_t first, produced;
 
@@ -218,7 +218,7 @@ int pt_ring_advance(struct pt_ring *r, unsigned int cpu, uint64_t n)
 	return 0;
 }
 
-int64_t pt_ring_consume(struct pt_ring *r)
+int64_t pgtrace_ring_consume(struct pgtrace_ring *r)
 {
 	unsigned int nr = r->meta->nr_cpus;
 	struct pagetrace_consume c = { .pos = (uintptr_t)r->pos, .nr_cpus = nr };

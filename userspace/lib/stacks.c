@@ -18,16 +18,16 @@
 
 #define ARENA_BLOCK	(64 * 1024)
 
-struct pt_arena {
-	struct pt_arena	*next;
+struct pgtrace_arena {
+	struct pgtrace_arena	*next;
 	size_t		used;
 	size_t		size;
 	unsigned char	data[];
 };
 
-void *pt_arena_alloc(struct pt_arena **a, size_t n)
+void *pgtrace_arena_alloc(struct pgtrace_arena **a, size_t n)
 {
-	struct pt_arena *b = *a;
+	struct pgtrace_arena *b = *a;
 
 	n = (n + 7) & ~(size_t)7;
 	if (!b || b->size - b->used < n) {
@@ -45,10 +45,10 @@ void *pt_arena_alloc(struct pt_arena **a, size_t n)
 	return b->data + b->used - n;
 }
 
-void pt_arena_free(struct pt_arena **a)
+void pgtrace_arena_free(struct pgtrace_arena **a)
 {
 	while (*a) {
-		struct pt_arena *next = (*a)->next;
+		struct pgtrace_arena *next = (*a)->next;
 
 		free(*a);
 		*a = next;
@@ -65,7 +65,7 @@ static unsigned int hash64(uint64_t v, unsigned int cap)
 	return (unsigned int)(((v * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1));
 }
 
-static struct pt_stack *stack_slot(struct pt_stack *t, unsigned int cap, uint32_t id)
+static struct pgtrace_stack *stack_slot(struct pgtrace_stack *t, unsigned int cap, uint32_t id)
 {
 	unsigned int i = hash32(id, cap);
 
@@ -74,9 +74,9 @@ static struct pt_stack *stack_slot(struct pt_stack *t, unsigned int cap, uint32_
 	return &t[i];
 }
 
-static const struct pt_stack *stack_find(const struct pt_reader *r, uint32_t id)
+static const struct pgtrace_stack *stack_find(const struct pgtrace_reader *r, uint32_t id)
 {
-	const struct pt_stack *s;
+	const struct pgtrace_stack *s;
 
 	if (!r->stacks_cap)
 		return NULL;
@@ -84,10 +84,10 @@ static const struct pt_stack *stack_find(const struct pt_reader *r, uint32_t id)
 	return s->frames ? s : NULL;
 }
 
-static int stacks_grow(struct pt_reader *r)
+static int stacks_grow(struct pgtrace_reader *r)
 {
 	unsigned int cap = r->stacks_cap ? 2 * r->stacks_cap : 256;
-	struct pt_stack *t = calloc(cap, sizeof(*t));
+	struct pgtrace_stack *t = calloc(cap, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
@@ -100,7 +100,7 @@ static int stacks_grow(struct pt_reader *r)
 	return 0;
 }
 
-static struct pt_defined *defined_slot(struct pt_defined *t, unsigned int cap,
+static struct pgtrace_defined *defined_slot(struct pgtrace_defined *t, unsigned int cap,
 				       uint32_t gen, uint32_t id)
 {
 	unsigned int i = hash32(id, cap);
@@ -110,7 +110,7 @@ static struct pt_defined *defined_slot(struct pt_defined *t, unsigned int cap,
 	return &t[i];
 }
 
-static bool defined_in_chunk(const struct pt_reader *r, uint32_t id)
+static bool defined_in_chunk(const struct pgtrace_reader *r, uint32_t id)
 {
 	if (!r->defined_cap)
 		return false;
@@ -118,13 +118,13 @@ static bool defined_in_chunk(const struct pt_reader *r, uint32_t id)
 }
 
 /* Note @id as defined in the current chunk; at most one id per 2 words of it. */
-static int defined_add(struct pt_reader *r, uint32_t id)
+static int defined_add(struct pgtrace_reader *r, uint32_t id)
 {
-	struct pt_defined *d;
+	struct pgtrace_defined *d;
 
 	if (2 * (r->nr_defined + 1) > r->defined_cap) {
 		unsigned int cap = r->defined_cap ? 2 * r->defined_cap : 64;
-		struct pt_defined *t = calloc(cap, sizeof(*t));
+		struct pgtrace_defined *t = calloc(cap, sizeof(*t));
 
 		if (!t)
 			return -ENOMEM;
@@ -149,17 +149,17 @@ static int defined_add(struct pt_reader *r, uint32_t id)
  * Keep stack @id, or check it against the frames the table has.  Returns
  * 0, 1 if it differs from its earlier definition, or -ENOMEM.
  */
-static int stack_define(struct pt_reader *r, uint32_t id, unsigned int depth, bool cut,
+static int stack_define(struct pgtrace_reader *r, uint32_t id, unsigned int depth, bool cut,
 			const uint64_t *frames)
 {
-	struct pt_stack *s = NULL;
+	struct pgtrace_stack *s = NULL;
 
 	if (r->stacks_cap)
 		s = stack_slot(r->stacks, r->stacks_cap, id);
 	if (s && s->frames)
 		return s->depth != depth || s->cut != cut ||
 		       memcmp(s->frames, frames, depth * sizeof(*frames)) ? 1 : 0;
-	if (r->cnt.stacks >= PT_READER_MAX_STACKS) {
+	if (r->cnt.stacks >= PGTRACE_READER_MAX_STACKS) {
 		r->cnt.stacks_dropped++;
 		return 0;
 	}
@@ -170,7 +170,7 @@ static int stack_define(struct pt_reader *r, uint32_t id, unsigned int depth, bo
 			return ret;
 	}
 	s = stack_slot(r->stacks, r->stacks_cap, id);
-	s->frames = pt_arena_alloc(&r->arena, depth * sizeof(*frames));
+	s->frames = pgtrace_arena_alloc(&r->arena, depth * sizeof(*frames));
 	if (!s->frames)
 		return -ENOMEM;
 	memcpy(s->frames, frames, depth * sizeof(*frames));
@@ -181,37 +181,37 @@ static int stack_define(struct pt_reader *r, uint32_t id, unsigned int depth, bo
 	return 0;
 }
 
-static int decode_sample(struct pt_reader *r, const unsigned char *p, uint64_t navail,
+static int decode_sample(struct pgtrace_reader *r, const unsigned char *p, uint64_t navail,
 			 uint64_t left, uint64_t off, uint32_t *sample)
 {
-	uint64_t w = pt_load64(p), ev;
+	uint64_t w = pgtrace_load64(p), ev;
 	uint32_t id = pagetrace_word_stack_id(w);
 	uint64_t need;
 
 	if (pagetrace_word_id(w) & ~SAMPLE_BITS)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "SAMPLE word 0x%016llx has reserved bits set",
 				    (unsigned long long)w);
 	if (id && !defined_in_chunk(r, id))
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "SAMPLE word names stack %u, which this chunk has not defined before it",
 				    id);
 	if (left < 2)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "SAMPLE word is the last word of its chunk");
 	if (navail < 2) {
 		r->want = 16;
 		return 0;
 	}
-	ev = pt_load64(p + 8);
+	ev = pgtrace_load64(p + 8);
 	if (pagetrace_word_type(ev) != PAGETRACE_EV_ALLOC)
-		return pt_set_error(r, -EBADMSG, off + 8,
+		return pgtrace_set_error(r, -EBADMSG, off + 8,
 				    "word 0x%016llx after a SAMPLE word is not an alloc event",
 				    (unsigned long long)ev);
 	/* The whole event must be at hand: its decode may not stop halfway. */
 	need = pagetrace_word_is_large(ev) ? 3 : 2;
 	if (left < need)
-		return pt_set_error(r, -EBADMSG, off + 8,
+		return pgtrace_set_error(r, -EBADMSG, off + 8,
 				    "large event is the last word of its chunk");
 	if (navail < need) {
 		r->want = 8 * need;
@@ -220,46 +220,46 @@ static int decode_sample(struct pt_reader *r, const unsigned char *p, uint64_t n
 	r->cnt.samples++;
 	if (!id)
 		r->cnt.samples_unknown++;
-	*sample = id ? id : PT_STACK_UNKNOWN;
+	*sample = id ? id : PGTRACE_STACK_UNKNOWN;
 	return 1;
 }
 
-static int decode_def(struct pt_reader *r, const unsigned char *p, uint64_t navail,
+static int decode_def(struct pgtrace_reader *r, const unsigned char *p, uint64_t navail,
 		      uint64_t left, uint64_t off)
 {
-	uint64_t w = pt_load64(p);
+	uint64_t w = pgtrace_load64(p);
 	uint32_t id = pagetrace_word_stack_id(w);
 	unsigned int depth = pagetrace_word_stack_depth(w), j;
 	uint64_t frames[PAGETRACE_STACK_MAX_DEPTH];
 	int ret;
 
 	if (pagetrace_word_id(w) & ~DEF_BITS)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "DEF word 0x%016llx has reserved bits set",
 				    (unsigned long long)w);
 	if (!id)
-		return pt_set_error(r, -EBADMSG, off, "DEF word defines stack id 0");
+		return pgtrace_set_error(r, -EBADMSG, off, "DEF word defines stack id 0");
 	if (!depth || depth > PAGETRACE_STACK_MAX_DEPTH)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "DEF word of stack %u has depth %u, expected 1..%u",
 				    id, depth, PAGETRACE_STACK_MAX_DEPTH);
 	for (j = 1; j <= depth && j < navail; j++) {
-		uint64_t f = pt_load64(p + 8 * j);
+		uint64_t f = pgtrace_load64(p + 8 * j);
 
 		if (!pagetrace_word_is_stack(f) ||
 		    pagetrace_word_stack_kind(f) != PAGETRACE_STACK_FRAME)
-			return pt_set_error(r, -EBADMSG, off + 8 * j,
+			return pgtrace_set_error(r, -EBADMSG, off + 8 * j,
 					    "word 0x%016llx is not a FRAME word, but stack %u has %u frames and this is frame %u",
 					    (unsigned long long)f, id, depth, j);
 		if (pagetrace_word_id(f) & ~FRAME_BITS)
-			return pt_set_error(r, -EBADMSG, off + 8 * j,
+			return pgtrace_set_error(r, -EBADMSG, off + 8 * j,
 					    "FRAME word 0x%016llx has reserved bits set",
 					    (unsigned long long)f);
 		frames[j - 1] = pagetrace_word_frame_addr(f);
 	}
 	if (j <= depth) {
 		if (left < depth + 1ULL)
-			return pt_set_error(r, -EBADMSG, off,
+			return pgtrace_set_error(r, -EBADMSG, off,
 					    "stack %u has %u frames, but its chunk ends after %llu",
 					    id, depth, (unsigned long long)(left - 1));
 		r->want = 8 * (depth + 1);
@@ -267,7 +267,7 @@ static int decode_def(struct pt_reader *r, const unsigned char *p, uint64_t nava
 	}
 	ret = stack_define(r, id, depth, pagetrace_word_id(w) & PAGETRACE_STACK_CUT, frames);
 	if (ret > 0)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "stack %u is defined again with other frames", id);
 	if (!ret)
 		ret = defined_add(r, id);
@@ -277,13 +277,13 @@ static int decode_def(struct pt_reader *r, const unsigned char *p, uint64_t nava
 	return (int)depth + 1;
 }
 
-int pt_decode_stack(struct pt_reader *r, const unsigned char *p, uint64_t navail,
+int pgtrace_decode_stack(struct pgtrace_reader *r, const unsigned char *p, uint64_t navail,
 		    uint64_t left, uint64_t off, uint32_t *sample)
 {
-	uint64_t w = pt_load64(p);
+	uint64_t w = pgtrace_load64(p);
 
 	if (!(r->hdr.flags & PAGETRACE_FLAG_STACKS))
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "stack word 0x%016llx in a trace without PAGETRACE_FLAG_STACKS",
 				    (unsigned long long)w);
 	switch (pagetrace_word_stack_kind(w)) {
@@ -292,15 +292,15 @@ int pt_decode_stack(struct pt_reader *r, const unsigned char *p, uint64_t navail
 	case PAGETRACE_STACK_DEF:
 		return decode_def(r, p, navail, left, off);
 	case PAGETRACE_STACK_FRAME:
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "FRAME word 0x%016llx outside a stack definition",
 				    (unsigned long long)w);
 	}
-	return pt_set_error(r, -EBADMSG, off, "stack word 0x%016llx is of unknown kind 3",
+	return pgtrace_set_error(r, -EBADMSG, off, "stack word 0x%016llx is of unknown kind 3",
 			    (unsigned long long)w);
 }
 
-static struct pt_sym *sym_slot(struct pt_sym *t, unsigned int cap, uint64_t addr)
+static struct pgtrace_sym *sym_slot(struct pgtrace_sym *t, unsigned int cap, uint64_t addr)
 {
 	unsigned int i = hash64(addr, cap);
 
@@ -310,23 +310,23 @@ static struct pt_sym *sym_slot(struct pt_sym *t, unsigned int cap, uint64_t addr
 }
 
 /* Keep an entry: 0, 1 if @addr has a name already, or -ENOMEM. */
-static int sym_add(struct pt_reader *r, uint64_t addr, const unsigned char *name,
+static int sym_add(struct pgtrace_reader *r, uint64_t addr, const unsigned char *name,
 		   unsigned int len, uint64_t offset)
 {
-	struct pt_sym *s = NULL;
+	struct pgtrace_sym *s = NULL;
 	char *copy;
 
 	if (r->syms_cap)
 		s = sym_slot(r->syms, r->syms_cap, addr);
 	if (s && s->name)
 		return 1;
-	if (r->nr_syms >= PT_READER_MAX_SYMBOLS) {
+	if (r->nr_syms >= PGTRACE_READER_MAX_SYMBOLS) {
 		r->cnt.symbols_dropped++;
 		return 0;
 	}
 	if (2 * (r->nr_syms + 1) > r->syms_cap) {
 		unsigned int cap = r->syms_cap ? 2 * r->syms_cap : 256;
-		struct pt_sym *t = calloc(cap, sizeof(*t));
+		struct pgtrace_sym *t = calloc(cap, sizeof(*t));
 
 		if (!t)
 			return -ENOMEM;
@@ -337,7 +337,7 @@ static int sym_add(struct pt_reader *r, uint64_t addr, const unsigned char *name
 		r->syms = t;
 		r->syms_cap = cap;
 	}
-	copy = pt_arena_alloc(&r->arena, len + 1);
+	copy = pgtrace_arena_alloc(&r->arena, len + 1);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, name, len);
@@ -350,7 +350,7 @@ static int sym_add(struct pt_reader *r, uint64_t addr, const unsigned char *name
 	return 0;
 }
 
-int pt_decode_symbols(struct pt_reader *r)
+int pgtrace_decode_symbols(struct pgtrace_reader *r)
 {
 	while (r->words_left) {
 		const unsigned char *p = r->buf + r->pos;
@@ -360,27 +360,27 @@ int pt_decode_symbols(struct pt_reader *r)
 		int ret;
 
 		if (r->words_left < 3)
-			return pt_set_error(r, -EBADMSG, off,
+			return pgtrace_set_error(r, -EBADMSG, off,
 					    "symbol entry cut off by the end of its chunk (%llu words left, need at least 3)",
 					    (unsigned long long)r->words_left);
 		if (have < 2) {
 			r->want = 16;
 			return 0;
 		}
-		addr = pt_load64(p);
-		w1 = pt_load64(p + 8);
+		addr = pgtrace_load64(p);
+		w1 = pgtrace_load64(p + 8);
 		len = (unsigned int)(w1 & PAGETRACE_SYM_LEN_MASK);
 		if (w1 >> (PAGETRACE_SYM_OFFSET_SHIFT + 32))
-			return pt_set_error(r, -EBADMSG, off + 8,
+			return pgtrace_set_error(r, -EBADMSG, off + 8,
 					    "symbol entry word 0x%016llx has reserved bits 63..48 set",
 					    (unsigned long long)w1);
 		if (!len || len > PAGETRACE_SYM_NAME_MAX)
-			return pt_set_error(r, -EBADMSG, off + 8,
+			return pgtrace_set_error(r, -EBADMSG, off + 8,
 					    "symbol name length %u, expected 1..%u", len,
 					    PAGETRACE_SYM_NAME_MAX);
 		nw = (len + 7) / 8;
 		if (2 + nw > r->words_left)
-			return pt_set_error(r, -EBADMSG, off,
+			return pgtrace_set_error(r, -EBADMSG, off,
 					    "symbol entry of %llu words overruns its chunk (%llu words left)",
 					    (unsigned long long)(2 + nw),
 					    (unsigned long long)r->words_left);
@@ -392,7 +392,7 @@ int pt_decode_symbols(struct pt_reader *r)
 			unsigned char c = p[16 + i];
 
 			if ((i < len) != (c != 0))
-				return pt_set_error(r, -EBADMSG, off + 16 + i,
+				return pgtrace_set_error(r, -EBADMSG, off + 16 + i,
 						    i < len ? "symbol name has a NUL byte inside its length %u" :
 						    "symbol name of length %u is not NUL-padded",
 						    len);
@@ -400,7 +400,7 @@ int pt_decode_symbols(struct pt_reader *r)
 		ret = sym_add(r, addr, p + 16, len,
 			      (w1 >> PAGETRACE_SYM_OFFSET_SHIFT) & PAGETRACE_SYM_OFFSET_MASK);
 		if (ret > 0)
-			return pt_set_error(r, -EBADMSG, off,
+			return pgtrace_set_error(r, -EBADMSG, off,
 					    "address 0x%016llx is named a second time",
 					    (unsigned long long)addr);
 		if (ret)
@@ -413,40 +413,40 @@ int pt_decode_symbols(struct pt_reader *r)
 	return 0;
 }
 
-int pt_parse_stacks_rec(struct pt_reader *r, const unsigned char *pl, uint32_t size,
+int pgtrace_parse_stacks_rec(struct pgtrace_reader *r, const unsigned char *pl, uint32_t size,
 			uint64_t off)
 {
 	struct pagetrace_rec_stacks *s = &r->stacks_rec;
 
 	if (r->has_stacks_rec)
-		return pt_set_error(r, -EBADMSG, off, "second stacks record");
+		return pgtrace_set_error(r, -EBADMSG, off, "second stacks record");
 	if (size < sizeof(*s))
-		return pt_set_error(r, -EBADMSG, off, "stacks record size %u, need %zu",
+		return pgtrace_set_error(r, -EBADMSG, off, "stacks record size %u, need %zu",
 				    size, sizeof(*s));
-	s->rate = pt_load32(pl + offsetof(struct pagetrace_rec_stacks, rate));
-	s->max_depth = pt_load32(pl + offsetof(struct pagetrace_rec_stacks, max_depth));
-	s->anchor_addr = pt_load64(pl + offsetof(struct pagetrace_rec_stacks, anchor_addr));
+	s->rate = pgtrace_load32(pl + offsetof(struct pagetrace_rec_stacks, rate));
+	s->max_depth = pgtrace_load32(pl + offsetof(struct pagetrace_rec_stacks, max_depth));
+	s->anchor_addr = pgtrace_load64(pl + offsetof(struct pagetrace_rec_stacks, anchor_addr));
 	memcpy(s->anchor_name, pl + offsetof(struct pagetrace_rec_stacks, anchor_name),
 	       sizeof(s->anchor_name));
 	for (unsigned int i = 0; i < 4; i++) {
-		s->reserved[i] = pt_load64(pl + offsetof(struct pagetrace_rec_stacks,
+		s->reserved[i] = pgtrace_load64(pl + offsetof(struct pagetrace_rec_stacks,
 							 reserved) + 8 * i);
 		if (s->reserved[i])
-			return pt_set_error(r, -EBADMSG, off,
+			return pgtrace_set_error(r, -EBADMSG, off,
 					    "stacks record reserved[%u] is 0x%llx, expected 0",
 					    i, (unsigned long long)s->reserved[i]);
 	}
 	if (!s->rate)
-		return pt_set_error(r, -EBADMSG, off, "stacks record has rate 0");
+		return pgtrace_set_error(r, -EBADMSG, off, "stacks record has rate 0");
 	if (!s->max_depth || s->max_depth > PAGETRACE_STACK_MAX_DEPTH)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "stacks record max_depth %u, expected 1..%u",
 				    s->max_depth, PAGETRACE_STACK_MAX_DEPTH);
 	r->has_stacks_rec = true;
 	return 0;
 }
 
-int pt_parse_filter_rec(struct pt_reader *r, const unsigned char *pl, uint32_t size,
+int pgtrace_parse_filter_rec(struct pgtrace_reader *r, const unsigned char *pl, uint32_t size,
 			uint64_t off)
 {
 	struct pagetrace_rec_filter *f = &r->filter_rec;
@@ -454,56 +454,56 @@ int pt_parse_filter_rec(struct pt_reader *r, const unsigned char *pl, uint32_t s
 			       1U << PAGETRACE_EV_RECLAIM;
 
 	if (r->has_filter_rec)
-		return pt_set_error(r, -EBADMSG, off, "second filter record");
+		return pgtrace_set_error(r, -EBADMSG, off, "second filter record");
 	if (size < sizeof(*f))
-		return pt_set_error(r, -EBADMSG, off, "filter record size %u, need %zu",
+		return pgtrace_set_error(r, -EBADMSG, off, "filter record size %u, need %zu",
 				    size, sizeof(*f));
-	f->types = pt_load32(pl + offsetof(struct pagetrace_rec_filter, types));
-	f->reserved0 = pt_load32(pl + offsetof(struct pagetrace_rec_filter, reserved0));
-	f->orders = pt_load64(pl + offsetof(struct pagetrace_rec_filter, orders));
+	f->types = pgtrace_load32(pl + offsetof(struct pagetrace_rec_filter, types));
+	f->reserved0 = pgtrace_load32(pl + offsetof(struct pagetrace_rec_filter, reserved0));
+	f->orders = pgtrace_load64(pl + offsetof(struct pagetrace_rec_filter, orders));
 	for (unsigned int i = 0; i < PAGETRACE_FILTER_NODES / 64; i++)
-		f->nodes[i] = pt_load64(pl + offsetof(struct pagetrace_rec_filter, nodes) + 8 * i);
-	f->cgroup_id = pt_load64(pl + offsetof(struct pagetrace_rec_filter, cgroup_id));
+		f->nodes[i] = pgtrace_load64(pl + offsetof(struct pagetrace_rec_filter, nodes) + 8 * i);
+	f->cgroup_id = pgtrace_load64(pl + offsetof(struct pagetrace_rec_filter, cgroup_id));
 	for (unsigned int i = 0; i < 4; i++)
-		f->reserved[i] = pt_load64(pl + offsetof(struct pagetrace_rec_filter,
+		f->reserved[i] = pgtrace_load64(pl + offsetof(struct pagetrace_rec_filter,
 							 reserved) + 8 * i);
 	if (f->types & ~types)
-		return pt_set_error(r, -EBADMSG, off,
+		return pgtrace_set_error(r, -EBADMSG, off,
 				    "filter record types 0x%x has bits other than 0x%x",
 				    f->types, types);
 	if (f->reserved0 || f->reserved[0] || f->reserved[1] || f->reserved[2] ||
 	    f->reserved[3])
-		return pt_set_error(r, -EBADMSG, off, "filter record reserved fields are not 0");
+		return pgtrace_set_error(r, -EBADMSG, off, "filter record reserved fields are not 0");
 	r->has_filter_rec = true;
 	return 0;
 }
 
-void pt_stacks_free(struct pt_reader *r)
+void pgtrace_stacks_free(struct pgtrace_reader *r)
 {
 	free(r->stacks);
 	free(r->defined);
 	free(r->syms);
-	pt_arena_free(&r->arena);
+	pgtrace_arena_free(&r->arena);
 	r->stacks = NULL;
 	r->defined = NULL;
 	r->syms = NULL;
 	r->stacks_cap = r->defined_cap = r->syms_cap = 0;
 }
 
-const struct pagetrace_rec_stacks *pt_reader_stacks(const struct pt_reader *r)
+const struct pagetrace_rec_stacks *pgtrace_reader_stacks(const struct pgtrace_reader *r)
 {
 	return r->has_stacks_rec ? &r->stacks_rec : NULL;
 }
 
-const struct pagetrace_rec_filter *pt_reader_filter(const struct pt_reader *r)
+const struct pagetrace_rec_filter *pgtrace_reader_filter(const struct pgtrace_reader *r)
 {
 	return r->has_filter_rec ? &r->filter_rec : NULL;
 }
 
-int pt_reader_stack(const struct pt_reader *r, uint32_t id, const uint64_t **frames,
+int pgtrace_reader_stack(const struct pgtrace_reader *r, uint32_t id, const uint64_t **frames,
 		    int *cut)
 {
-	const struct pt_stack *s = id && id != PT_STACK_UNKNOWN ? stack_find(r, id) : NULL;
+	const struct pgtrace_stack *s = id && id != PGTRACE_STACK_UNKNOWN ? stack_find(r, id) : NULL;
 
 	if (!s)
 		return -ENOENT;
@@ -520,7 +520,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int pt_reader_stack_addrs(const struct pt_reader *r, uint64_t **addrs, size_t *n)
+int pgtrace_reader_stack_addrs(const struct pgtrace_reader *r, uint64_t **addrs, size_t *n)
 {
 	size_t total = 0, k = 0;
 	uint64_t *a;
@@ -549,9 +549,9 @@ int pt_reader_stack_addrs(const struct pt_reader *r, uint64_t **addrs, size_t *n
 	return 0;
 }
 
-const char *pt_reader_symbol(const struct pt_reader *r, uint64_t addr, uint64_t *offset)
+const char *pgtrace_reader_symbol(const struct pgtrace_reader *r, uint64_t addr, uint64_t *offset)
 {
-	const struct pt_sym *s;
+	const struct pgtrace_sym *s;
 
 	if (!r->syms_cap)
 		return NULL;

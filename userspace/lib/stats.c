@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include "internal.h"
 
-int pt_stats_init(struct pt_stats *s, unsigned int nr_cpus)
+int pgtrace_stats_init(struct pgtrace_stats *s, unsigned int nr_cpus)
 {
 	memset(s, 0, sizeof(*s));
 	s->first_ns = UINT64_MAX;
@@ -19,7 +19,7 @@ int pt_stats_init(struct pt_stats *s, unsigned int nr_cpus)
 	return 0;
 }
 
-void pt_stats_free(struct pt_stats *s)
+void pgtrace_stats_free(struct pgtrace_stats *s)
 {
 	free(s->cpus);
 	s->cpus = NULL;
@@ -31,20 +31,20 @@ void pt_stats_free(struct pt_stats *s)
  * the array grows; NULL if @cpu is out of range or memory ran out (the
  * totals still count).
  */
-static struct pt_cpu_stats *cpu_stats(struct pt_stats *s, uint32_t cpu)
+static struct pgtrace_cpu_stats *cpu_stats(struct pgtrace_stats *s, uint32_t cpu)
 {
-	struct pt_cpu_stats *n;
+	struct pgtrace_cpu_stats *n;
 	unsigned int nr;
 
 	if (likely(cpu < s->nr_cpus))
 		return &s->cpus[cpu];
-	if (cpu == PT_CPU_NONE)
+	if (cpu == PGTRACE_CPU_NONE)
 		return &s->no_cpu;
-	if (cpu >= PT_GO_MAX_P)
+	if (cpu >= PGTRACE_GO_MAX_P)
 		return NULL;
 	nr = cpu + 1 > 2 * s->nr_cpus ? cpu + 1 : 2 * s->nr_cpus;
-	if (nr > PT_GO_MAX_P)
-		nr = PT_GO_MAX_P;
+	if (nr > PGTRACE_GO_MAX_P)
+		nr = PGTRACE_GO_MAX_P;
 	n = realloc(s->cpus, nr * sizeof(*n));
 	if (!n)
 		return NULL;
@@ -54,12 +54,12 @@ static struct pt_cpu_stats *cpu_stats(struct pt_stats *s, uint32_t cpu)
 	return &s->cpus[cpu];
 }
 
-void pt_stats_add_event(struct pt_stats *s, const struct pt_event *ev)
+void pgtrace_stats_add_event(struct pgtrace_stats *s, const struct pgtrace_event *ev)
 {
-	struct pt_cpu_stats *cs;
+	struct pgtrace_cpu_stats *cs;
 	uint64_t np = ev->npages;
 
-	if (ev->type < PT_EV_ALLOC || ev->type > PT_EV_RECLAIM)
+	if (ev->type < PGTRACE_EV_ALLOC || ev->type > PGTRACE_EV_RECLAIM)
 		return;
 	s->events++;
 	s->by_type[ev->type]++;
@@ -77,9 +77,9 @@ void pt_stats_add_event(struct pt_stats *s, const struct pt_event *ev)
 		s->last_ns = ev->time_ns;
 }
 
-void pt_stats_add_chunk(struct pt_stats *s, const struct pt_chunk *c)
+void pgtrace_stats_add_chunk(struct pgtrace_stats *s, const struct pgtrace_chunk *c)
 {
-	struct pt_cpu_stats *cs;
+	struct pgtrace_cpu_stats *cs;
 
 	s->chunks++;
 	if (c->flags & PAGETRACE_CHUNK_SNAPSHOT)
@@ -100,18 +100,18 @@ void pt_stats_add_chunk(struct pt_stats *s, const struct pt_chunk *c)
 	}
 }
 
-static int chunk_cb(const struct pt_chunk *c, void *arg)
+static int chunk_cb(const struct pgtrace_chunk *c, void *arg)
 {
-	pt_stats_add_chunk(arg, c);
+	pgtrace_stats_add_chunk(arg, c);
 	return 0;
 }
 
 /* @sorted: the run is in time order (v1), so its ends are its first and last. */
 static __attribute__((always_inline)) inline void
-add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n, uint32_t cpu,
+add_run(struct pgtrace_stats *s, const struct pgtrace_compact_event *evs, unsigned int n, uint32_t cpu,
 	bool sorted)
 {
-	struct pt_cpu_stats *cs = cpu_stats(s, cpu);
+	struct pgtrace_cpu_stats *cs = cpu_stats(s, cpu);
 	uint64_t first = s->first_ns, last = s->last_ns;
 
 	/* Runs share a chunk: the per-CPU count is one add per run. */
@@ -119,8 +119,8 @@ add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n, uint32_
 		cs->events += n;
 	s->events += n;
 	for (unsigned int i = 0; i < n; i++) {
-		uint64_t np = pt_cevent_npages(&evs[i]);
-		unsigned int t = pt_cevent_type(&evs[i]);
+		uint64_t np = pgtrace_compact_event_npages(&evs[i]);
+		unsigned int t = pgtrace_compact_event_type(&evs[i]);
 		uint64_t tm = evs[i].time_ns;
 
 		s->by_type[t]++;
@@ -142,37 +142,37 @@ add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n, uint32_
 	s->last_ns = last;
 }
 
-void pt_stats_add_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
+void pgtrace_stats_add_run(struct pgtrace_stats *s, const struct pgtrace_compact_event *evs, unsigned int n,
 		      uint32_t cpu)
 {
 	add_run(s, evs, n, cpu, false);
 }
 
-void pt_stats_add_sorted_run(struct pt_stats *s, const struct pt_cevent *evs, unsigned int n,
+void pgtrace_stats_add_sorted_run(struct pgtrace_stats *s, const struct pgtrace_compact_event *evs, unsigned int n,
 			     uint32_t cpu)
 {
 	add_run(s, evs, n, cpu, true);
 }
 
-int pt_stats_collect(struct pt_reader *r, struct pt_stats *s)
+int pgtrace_stats_collect(struct pgtrace_reader *r, struct pgtrace_stats *s)
 {
 	/* Big enough to amortise the call, small enough to stay in L1/L2. */
-	struct pt_cevent evs[256];
-	const struct pt_chunk *c;
+	struct pgtrace_compact_event evs[256];
+	const struct pgtrace_chunk *c;
 	int ret;
 
-	ret = pt_stats_init(s, pt_reader_header(r)->nr_cpus);
+	ret = pgtrace_stats_init(s, pgtrace_reader_header(r)->nr_cpus);
 	if (ret)
 		return ret;
-	pt_reader_set_chunk_cb(r, chunk_cb, s);
-	while ((ret = pt_reader_next_run(r, evs, 256, &c)) > 0)
-		pt_stats_add_run(s, evs, ret, c->cpu);
-	pt_reader_set_chunk_cb(r, NULL, NULL);
+	pgtrace_reader_set_chunk_cb(r, chunk_cb, s);
+	while ((ret = pgtrace_reader_next_run(r, evs, 256, &c)) > 0)
+		pgtrace_stats_add_run(s, evs, ret, c->cpu);
+	pgtrace_reader_set_chunk_cb(r, NULL, NULL);
 	/* Growth doubles; report only the CPUs (Go: Ps) the trace has. */
-	if (s->nr_cpus > pt_reader_header(r)->nr_cpus)
-		s->nr_cpus = pt_reader_header(r)->nr_cpus;
-	s->tasks = pt_reader_counters(r)->tasks;
-	s->bytes = pt_reader_counters(r)->bytes;
+	if (s->nr_cpus > pgtrace_reader_header(r)->nr_cpus)
+		s->nr_cpus = pgtrace_reader_header(r)->nr_cpus;
+	s->tasks = pgtrace_reader_counters(r)->tasks;
+	s->bytes = pgtrace_reader_counters(r)->bytes;
 	if (!s->events)
 		s->first_ns = 0;
 	return ret;

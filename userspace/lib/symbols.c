@@ -13,19 +13,19 @@
 /* A text symbol further than this below an address does not name it. */
 #define SYM_MAX_OFFSET	PAGETRACE_SYM_OFFSET_MASK
 
-struct pt_ksym {
+struct pgtrace_ksym {
 	uint64_t	addr;
 	const char	*name;		/* "function" or "function [module]" */
 	size_t		order;		/* line number, to keep the first alias */
 };
 
-struct pt_kallsyms {
-	struct pt_ksym	*text;		/* text symbols, by address, one per address */
+struct pgtrace_kallsyms {
+	struct pgtrace_ksym	*text;		/* text symbols, by address, one per address */
 	size_t		nr_text;
 	/* Every core kernel symbol's name and address, for the anchor. */
-	struct pt_ksym	*all;
+	struct pgtrace_ksym	*all;
 	size_t		nr_all;
-	struct pt_arena	*arena;
+	struct pgtrace_arena	*arena;
 };
 
 static int read_all(int fd, char **out, size_t *len)
@@ -66,11 +66,11 @@ static int read_all(int fd, char **out, size_t *len)
 	return 0;
 }
 
-static int push(struct pt_ksym **v, size_t *n, size_t *cap, const struct pt_ksym *s)
+static int push(struct pgtrace_ksym **v, size_t *n, size_t *cap, const struct pgtrace_ksym *s)
 {
 	if (*n == *cap) {
 		size_t c = *cap ? 2 * *cap : 4096;
-		struct pt_ksym *t = realloc(*v, c * sizeof(*t));
+		struct pgtrace_ksym *t = realloc(*v, c * sizeof(*t));
 
 		if (!t)
 			return -ENOMEM;
@@ -83,7 +83,7 @@ static int push(struct pt_ksym **v, size_t *n, size_t *cap, const struct pt_ksym
 
 static int cmp_ksym(const void *a, const void *b)
 {
-	const struct pt_ksym *x = a, *y = b;
+	const struct pgtrace_ksym *x = a, *y = b;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
@@ -95,7 +95,7 @@ static int cmp_ksym(const void *a, const void *b)
  * *@s filled (name in the arena), 0 for a line that is not a symbol, or
  * -ENOMEM.  *@text says whether it is a text symbol.
  */
-static int parse_line(struct pt_kallsyms *k, char *line, struct pt_ksym *s, bool *text,
+static int parse_line(struct pgtrace_kallsyms *k, char *line, struct pgtrace_ksym *s, bool *text,
 		      bool *module)
 {
 	char *end, *name, *mod = NULL, *p;
@@ -123,7 +123,7 @@ static int parse_line(struct pt_kallsyms *k, char *line, struct pt_ksym *s, bool
 		return 0;
 	*text = type == 't' || type == 'T' || type == 'w' || type == 'W';
 	*module = mod != NULL;
-	dst = pt_arena_alloc(&k->arena, nlen + (mod ? 1 + mlen : 0) + 1);
+	dst = pgtrace_arena_alloc(&k->arena, nlen + (mod ? 1 + mlen : 0) + 1);
 	if (!dst)
 		return -ENOMEM;
 	memcpy(dst, name, nlen);
@@ -137,9 +137,9 @@ static int parse_line(struct pt_kallsyms *k, char *line, struct pt_ksym *s, bool
 	return 1;
 }
 
-int pt_kallsyms_open(struct pt_kallsyms **out, int fd)
+int pgtrace_kallsyms_open(struct pgtrace_kallsyms **out, int fd)
 {
-	struct pt_kallsyms *k;
+	struct pgtrace_kallsyms *k;
 	size_t len = 0, cap_text = 0, cap_all = 0, order = 0, j;
 	bool nonzero = false;
 	char *buf = NULL, *line;
@@ -156,7 +156,7 @@ int pt_kallsyms_open(struct pt_kallsyms **out, int fd)
 	}
 	for (line = buf; line < buf + len; ) {
 		char *nl = strchr(line, '\n');
-		struct pt_ksym s;
+		struct pgtrace_ksym s;
 		bool text, module;
 
 		if (nl)
@@ -176,11 +176,11 @@ int pt_kallsyms_open(struct pt_kallsyms **out, int fd)
 	}
 	free(buf);
 	if (order && !nonzero) {
-		pt_kallsyms_close(k);
+		pgtrace_kallsyms_close(k);
 		return -EPERM;
 	}
 	if (!k->nr_text) {
-		pt_kallsyms_close(k);
+		pgtrace_kallsyms_close(k);
 		return -ENODATA;
 	}
 	qsort(k->text, k->nr_text, sizeof(*k->text), cmp_ksym);
@@ -195,21 +195,21 @@ nomem:
 	ret = -ENOMEM;
 fail:
 	free(buf);
-	pt_kallsyms_close(k);
+	pgtrace_kallsyms_close(k);
 	return ret;
 }
 
-void pt_kallsyms_close(struct pt_kallsyms *k)
+void pgtrace_kallsyms_close(struct pgtrace_kallsyms *k)
 {
 	if (!k)
 		return;
 	free(k->text);
 	free(k->all);
-	pt_arena_free(&k->arena);
+	pgtrace_arena_free(&k->arena);
 	free(k);
 }
 
-int pt_kallsyms_check(const struct pt_kallsyms *k, const struct pagetrace_rec_stacks *st)
+int pgtrace_kallsyms_check(const struct pgtrace_kallsyms *k, const struct pagetrace_rec_stacks *st)
 {
 	char name[sizeof(st->anchor_name) + 1];
 	bool found = false;
@@ -228,7 +228,7 @@ int pt_kallsyms_check(const struct pt_kallsyms *k, const struct pagetrace_rec_st
 	return found ? -ESTALE : -ENOENT;
 }
 
-const char *pt_kallsyms_lookup(const struct pt_kallsyms *k, uint64_t addr,
+const char *pgtrace_kallsyms_lookup(const struct pgtrace_kallsyms *k, uint64_t addr,
 			       uint64_t *offset)
 {
 	size_t lo = 0, hi = k->nr_text;
@@ -275,7 +275,7 @@ static void close_chunk(unsigned char *buf, size_t start, uint32_t words)
 	memcpy(h + offsetof(struct pagetrace_chunk, nr_words), &nw, 4);
 }
 
-int pt_symbol_chunks(const struct pt_kallsyms *k, const uint64_t *addrs, size_t n,
+int pgtrace_symbol_chunks(const struct pgtrace_kallsyms *k, const uint64_t *addrs, size_t n,
 		     void **out, size_t *outlen)
 {
 	const size_t hdr = sizeof(struct pagetrace_chunk);
@@ -300,7 +300,7 @@ int pt_symbol_chunks(const struct pt_kallsyms *k, const uint64_t *addrs, size_t 
 
 		if (i && a[i] == a[i - 1])
 			continue;
-		name = pt_kallsyms_lookup(k, a[i], &offset);
+		name = pgtrace_kallsyms_lookup(k, a[i], &offset);
 		if (!name)
 			continue;
 		nlen = strlen(name);

@@ -37,99 +37,99 @@ static const char *path;
 
 static uint64_t run_batch(void)
 {
-	static struct pt_event evs[256];
-	struct pt_reader *r;
+	static struct pgtrace_event evs[256];
+	struct pgtrace_reader *r;
 	uint64_t n = 0, sum = 0;
 	int ret;
 
-	if (pt_reader_open_mem(&r, buf, len, 0))
+	if (pgtrace_reader_open_mem(&r, buf, len, 0))
 		exit(1);
-	while ((ret = pt_reader_next_batch(r, evs, 256)) > 0) {
+	while ((ret = pgtrace_reader_next_batch(r, evs, 256)) > 0) {
 		n += ret;
 		sum += evs[ret - 1].pfn;
 	}
 	if (ret)
 		exit(1);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	return n + (sum & 0);
 }
 
 static uint64_t run_runs(void)
 {
-	static struct pt_cevent evs[256];
-	const struct pt_chunk *c;
-	struct pt_reader *r;
+	static struct pgtrace_compact_event evs[256];
+	const struct pgtrace_chunk *c;
+	struct pgtrace_reader *r;
 	uint64_t n = 0;
 	int ret;
 
-	if (pt_reader_open_mem(&r, buf, len, 0))
+	if (pgtrace_reader_open_mem(&r, buf, len, 0))
 		exit(1);
-	while ((ret = pt_reader_next_run(r, evs, 256, &c)) > 0)
+	while ((ret = pgtrace_reader_next_run(r, evs, 256, &c)) > 0)
 		n += ret;
 	if (ret)
 		exit(1);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	return n;
 }
 
 static uint64_t run_fd(void)
 {
-	static struct pt_event evs[256];
-	struct pt_reader *r;
+	static struct pgtrace_event evs[256];
+	struct pgtrace_reader *r;
 	uint64_t n = 0;
 	int ret, fd = open(path, O_RDONLY);
 
-	if (fd < 0 || pt_reader_open_fd(&r, fd, 0))
+	if (fd < 0 || pgtrace_reader_open_fd(&r, fd, 0))
 		exit(1);
-	while ((ret = pt_reader_next_batch(r, evs, 256)) > 0)
+	while ((ret = pgtrace_reader_next_batch(r, evs, 256)) > 0)
 		n += ret;
 	if (ret)
 		exit(1);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	close(fd);
 	return n;
 }
 
 static uint64_t run_stats(void)
 {
-	struct pt_reader *r;
-	struct pt_stats s;
+	struct pgtrace_reader *r;
+	struct pgtrace_stats s;
 	uint64_t n;
 
-	if (pt_reader_open_mem(&r, buf, len, 0) || pt_stats_collect(r, &s))
+	if (pgtrace_reader_open_mem(&r, buf, len, 0) || pgtrace_stats_collect(r, &s))
 		exit(1);
 	n = s.events;
-	pt_stats_free(&s);
-	pt_reader_close(r);
+	pgtrace_stats_free(&s);
+	pgtrace_reader_close(r);
 	return n;
 }
 
 static uint64_t run_analysis(void)
 {
-	struct pt_analysis a;
-	struct pt_reader *r;
+	struct pgtrace_analysis a;
+	struct pgtrace_reader *r;
 	uint64_t n;
 
-	if (pt_reader_open_mem(&r, buf, len, 0) || pt_analysis_collect(r, &a, NULL))
+	if (pgtrace_reader_open_mem(&r, buf, len, 0) || pgtrace_analysis_collect(r, &a, NULL))
 		exit(1);
 	n = a.stats.events;
-	pt_analysis_free(&a);
-	pt_reader_close(r);
+	pgtrace_analysis_free(&a);
+	pgtrace_reader_close(r);
 	return n;
 }
 
 static uint64_t run_quick(void)
 {
-	struct pt_analysis_params p = { .flags = PT_ANALYSIS_UNORDERED };
-	struct pt_analysis a;
-	struct pt_reader *r;
+	struct pgtrace_analysis_params p = { .flags = PGTRACE_ANALYSIS_UNORDERED };
+	struct pgtrace_analysis a;
+	struct pgtrace_reader *r;
 	uint64_t n;
 
-	if (pt_reader_open_mem(&r, buf, len, 0) || pt_analysis_collect(r, &a, &p))
+	if (pgtrace_reader_open_mem(&r, buf, len, 0) || pgtrace_analysis_collect(r, &a, &p))
 		exit(1);
 	n = a.stats.events;
-	pt_analysis_free(&a);
-	pt_reader_close(r);
+	pgtrace_analysis_free(&a);
+	pgtrace_reader_close(r);
 	return n;
 }
 
@@ -174,11 +174,11 @@ int main(int argc, char **argv)
 		return 1;
 	printf("%-36s %11s %9s %9s %9s %9s\n", "what (best of rounds)", "events", "cpu s",
 	       "M ev/s", "wall s", "M ev/s");
-	measure("decode, pt_reader_next_batch (mem)", run_batch, rounds);
-	measure("decode, pt_reader_next_batch (fd)", run_fd, rounds);
-	measure("decode, pt_reader_next_run (mem)", run_runs, rounds);
-	measure("stats, pt_stats_collect", run_stats, rounds);
+	measure("decode, pgtrace_reader_next_batch (mem)", run_batch, rounds);
+	measure("decode, pgtrace_reader_next_batch (fd)", run_fd, rounds);
+	measure("decode, pgtrace_reader_next_run (mem)", run_runs, rounds);
+	measure("stats, pgtrace_stats_collect", run_stats, rounds);
 	measure("analysis, unordered (stats --quick)", run_quick, rounds);
-	measure("analysis, pt_analysis_collect", run_analysis, rounds);
+	measure("analysis, pgtrace_analysis_collect", run_analysis, rounds);
 	return 0;
 }

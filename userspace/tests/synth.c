@@ -52,7 +52,7 @@ static void put_record(struct synth *s, uint32_t type, const void *p, uint32_t s
 void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		unsigned int flags)
 {
-	static const struct pt_zone z = {
+	static const struct pgtrace_zone z = {
 		.node = 0, .zone = 1, .start_pfn = 0x1000, .end_pfn = 0x100000,
 		.present_pages = 0xfe000, .name = "DMA32",
 	};
@@ -61,7 +61,7 @@ void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 }
 
 void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
-		      unsigned int flags, const struct pt_zone *zones, unsigned int nr_zones)
+		      unsigned int flags, const struct pgtrace_zone *zones, unsigned int nr_zones)
 {
 	struct pagetrace_rec_session ses = {
 		.nr_bufs = htole32(4), .backend = htole32(PAGETRACE_BACKEND_KPROBE),
@@ -89,7 +89,7 @@ void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_
 		abort();
 	for (unsigned int i = 0; i < nr_cpus; i++) {
 		s->cpus[i].words = calloc(s->max_words, 8);
-		s->cpus[i].pending = calloc(s->max_words, sizeof(struct pt_event));
+		s->cpus[i].pending = calloc(s->max_words, sizeof(struct pgtrace_event));
 		if (!s->cpus[i].words || !s->cpus[i].pending)
 			abort();
 		s->cpus[i].last = h->start_ns;
@@ -198,7 +198,7 @@ void synth_flush(struct synth *s, unsigned int cpu, unsigned int flags)
 		s->exp = xrealloc(s->exp, s->capexp * sizeof(*s->exp));
 	}
 	for (unsigned int i = 0; i < c->npending; i++) {
-		struct pt_event *e = &s->exp[s->nexp++];
+		struct pgtrace_event *e = &s->exp[s->nexp++];
 
 		*e = c->pending[i];
 		/* Pending offsets are word indexes until the chunk lands. */
@@ -215,7 +215,7 @@ void synth_flush(struct synth *s, unsigned int cpu, unsigned int flags)
 	c->lost = 0;
 	c->nr = 0;
 	c->npending = 0;
-	c->task = PT_TASK_UNKNOWN;
+	c->task = PGTRACE_TASK_UNKNOWN;
 }
 
 void synth_flush_all(struct synth *s)
@@ -245,7 +245,7 @@ static void reserve(struct synth *s, unsigned int cpu, uint64_t t, unsigned int 
 		c->words[c->nr++] = pagetrace_pid_word(cpu);
 		c->words[c->nr++] = pagetrace_sync_word(t);
 		c->base = t & ~((1ULL << PAGETRACE_TIME_LOST_BITS) - 1);
-		c->task = PT_TASK_UNKNOWN;
+		c->task = PGTRACE_TASK_UNKNOWN;
 	}
 }
 
@@ -255,7 +255,7 @@ void synth_event(struct synth *s, unsigned int cpu, uint64_t t, unsigned int typ
 	struct synth_cpu *c = &s->cpus[cpu];
 	bool large = npages > PAGETRACE_NPAGES_MAX;
 	unsigned int need = large ? 2 : 1;
-	struct pt_event *e;
+	struct pgtrace_event *e;
 
 	if (t < c->last)
 		t = c->last;
@@ -343,7 +343,7 @@ void synth_sample(struct synth *s, unsigned int cpu, uint64_t t, uint32_t id,
 	/* synth_event() found room and needed no sync: same chunk, next word. */
 	if (c->nr <= nr)
 		abort();
-	c->pending[c->npending - 1].stack = id ? id : PT_STACK_UNKNOWN;
+	c->pending[c->npending - 1].stack = id ? id : PGTRACE_STACK_UNKNOWN;
 }
 
 void synth_symbols(struct synth *s, unsigned int n, const uint64_t *addrs,
@@ -393,7 +393,7 @@ int synth_write_slowly(int fd, const void *buf, size_t len, unsigned int max_pie
 	return 0;
 }
 
-int synth_read_all(struct pt_reader *r, unsigned int batch, struct pt_event **evs,
+int synth_read_all(struct pgtrace_reader *r, unsigned int batch, struct pgtrace_event **evs,
 		   size_t *n)
 {
 	size_t cap = 1024;
@@ -407,16 +407,16 @@ int synth_read_all(struct pt_reader *r, unsigned int batch, struct pt_event **ev
 			*evs = xrealloc(*evs, cap * sizeof(**evs));
 		}
 		if (batch == 1)
-			ret = pt_reader_next(r, *evs + *n);
+			ret = pgtrace_reader_next(r, *evs + *n);
 		else
-			ret = pt_reader_next_batch(r, *evs + *n, batch);
+			ret = pgtrace_reader_next_batch(r, *evs + *n, batch);
 		if (ret <= 0)
 			return ret;
 		*n += ret;
 	}
 }
 
-long synth_compare(const struct synth *s, const struct pt_event *got, size_t n,
+long synth_compare(const struct synth *s, const struct pgtrace_event *got, size_t n,
 		   bool exact, char *why, size_t whylen)
 {
 	size_t i;
@@ -426,7 +426,7 @@ long synth_compare(const struct synth *s, const struct pt_event *got, size_t n,
 		return (long)(n < s->nexp ? n : s->nexp);
 	}
 	for (i = 0; i < n; i++) {
-		const struct pt_event *e = &s->exp[i], *g = &got[i];
+		const struct pgtrace_event *e = &s->exp[i], *g = &got[i];
 
 		if (memcmp(e, g, sizeof(*e))) {
 			snprintf(why, whylen,

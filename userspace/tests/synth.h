@@ -22,7 +22,7 @@ struct synth_cpu {
 	int64_t		task;
 	bool		snapshot;	/* the open chunk is a snapshot chunk */
 	uint64_t	saved_last;	/* last outside the snapshot */
-	struct pt_event	*pending;	/* expected events of the open chunk */
+	struct pgtrace_event	*pending;	/* expected events of the open chunk */
 	unsigned int	npending;
 };
 
@@ -33,7 +33,7 @@ struct synth {
 	struct pagetrace_header hdr;
 	unsigned int	max_words;	/* words a chunk holds */
 	struct synth_cpu *cpus;
-	struct pt_event	*exp;		/* what the reader must return, in order */
+	struct pgtrace_event	*exp;		/* what the reader must return, in order */
 	size_t		nexp;
 	size_t		capexp;
 	uint64_t	nsyncs;		/* sync words written after word 1 */
@@ -56,7 +56,7 @@ void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		unsigned int flags);
 /* The same with these zone records (node, zone, PFNs, present, name). */
 void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
-		      unsigned int flags, const struct pt_zone *zones, unsigned int nr_zones);
+		      unsigned int flags, const struct pgtrace_zone *zones, unsigned int nr_zones);
 void synth_free(struct synth *s);
 
 /* t is clamped up to the CPU's last time, as a writer must. */
@@ -79,7 +79,7 @@ void synth_stack_def(struct synth *s, unsigned int cpu, uint32_t id, unsigned in
 		     bool cut, const uint64_t *frames);
 /*
  * A sampled allocation: a SAMPLE word naming stack @id (0: unknown) and
- * the alloc event; the expected event has stack @id (PT_STACK_UNKNOWN
+ * the alloc event; the expected event has stack @id (PGTRACE_STACK_UNKNOWN
  * for 0).  The stack must be defined in the CPU's open chunk, so
  * synth_stack_def() and this should go in the same chunk (@room words
  * are reserved by synth_stack_def for that).
@@ -126,17 +126,17 @@ void synth_write_file(const char *path, const void *p, size_t n);
 
 /*
  * Read @r to its end into a malloc'ed array (*evs, *n); returns the final
- * pt_reader_next_batch() result: 0 or an error.  @batch 1 uses
- * pt_reader_next().
+ * pgtrace_reader_next_batch() result: 0 or an error.  @batch 1 uses
+ * pgtrace_reader_next().
  */
-int synth_read_all(struct pt_reader *r, unsigned int batch, struct pt_event **evs,
+int synth_read_all(struct pgtrace_reader *r, unsigned int batch, struct pgtrace_event **evs,
 		   size_t *n);
 /*
  * Compare @n events against the first @n expected ones (all of them if
  * @exact); returns -1 if equal, else the first index that differs, with a
  * description in @why.
  */
-long synth_compare(const struct synth *s, const struct pt_event *got, size_t n,
+long synth_compare(const struct synth *s, const struct pgtrace_event *got, size_t n,
 		   bool exact, char *why, size_t whylen);
 
 #endif

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pt_analysis_collect() on small synthetic streams with known answers:
+ * pgtrace_analysis_collect() on small synthetic streams with known answers:
  * time order across CPUs, lifetimes and their percentiles, pages in use,
  * split frees, snapshots, zones, the rate time line and lost sites.
  */
@@ -15,44 +15,44 @@
 /* Times as the words keep them: in 128 ns steps. */
 #define Q(t)	((t) & ~127ULL)
 
-static int collect(struct synth *s, struct pt_analysis *a,
-		   const struct pt_analysis_params *p)
+static int collect(struct synth *s, struct pgtrace_analysis *a,
+		   const struct pgtrace_analysis_params *p)
 {
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	int ret;
 
-	ret = pt_reader_open_mem(&r, s->buf, s->len, 0);
+	ret = pgtrace_reader_open_mem(&r, s->buf, s->len, 0);
 	if (ret)
 		return ret;
-	ret = pt_analysis_collect(r, a, p);
-	pt_reader_close(r);
+	ret = pgtrace_analysis_collect(r, a, p);
+	pgtrace_reader_close(r);
 	return ret;
 }
 
 TEST(life_buckets)
 {
-	struct pt_life_hist h;
+	struct pgtrace_life_hist h;
 
 	/* Exact below 64 steps of 128 ns, then 32 buckets per octave. */
-	EXPECT_EQ(0, pt_life_bucket_ns(0));
-	EXPECT_EQ(63 * 128, pt_life_bucket_ns(63));
-	EXPECT_EQ(64 * 128, pt_life_bucket_ns(64));
-	EXPECT_EQ(66 * 128, pt_life_bucket_ns(65));
-	EXPECT_EQ(128 * 128, pt_life_bucket_ns(64 + 32));
-	EXPECT_EQ(0, pt_life_order(1));
-	EXPECT_EQ(1, pt_life_order(2));
-	EXPECT_EQ(2, pt_life_order(3));
-	EXPECT_EQ(10, pt_life_order(1024));
-	EXPECT_EQ(11, pt_life_order(1025));
-	EXPECT_EQ(PT_LIFE_ORDERS - 1, pt_life_order(1ULL << 40));
+	EXPECT_EQ(0, pgtrace_life_bucket_ns(0));
+	EXPECT_EQ(63 * 128, pgtrace_life_bucket_ns(63));
+	EXPECT_EQ(64 * 128, pgtrace_life_bucket_ns(64));
+	EXPECT_EQ(66 * 128, pgtrace_life_bucket_ns(65));
+	EXPECT_EQ(128 * 128, pgtrace_life_bucket_ns(64 + 32));
+	EXPECT_EQ(0, pgtrace_life_order(1));
+	EXPECT_EQ(1, pgtrace_life_order(2));
+	EXPECT_EQ(2, pgtrace_life_order(3));
+	EXPECT_EQ(10, pgtrace_life_order(1024));
+	EXPECT_EQ(11, pgtrace_life_order(1025));
+	EXPECT_EQ(PGTRACE_LIFE_ORDERS - 1, pgtrace_life_order(1ULL << 40));
 	memset(&h, 0, sizeof(h));
-	EXPECT_EQ(0, pt_life_percentile(&h, 50));
+	EXPECT_EQ(0, pgtrace_life_percentile(&h, 50));
 }
 
 /* The free is logged on CPU 1 and reaches the stream before the alloc. */
 TEST(free_before_alloc_in_stream)
 {
-	struct pt_analysis a;
+	struct pgtrace_analysis a;
 	struct synth s;
 
 	synth_init(&s, 2, 4096, 0);
@@ -69,13 +69,13 @@ TEST(free_before_alloc_in_stream)
 	EXPECT_EQ(1, a.peak_in_use);
 	EXPECT_EQ(SEC + 1280, a.peak_ns);
 	EXPECT_EQ(0, a.late_events);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	synth_free(&s);
 }
 
 TEST(lifetime_percentiles)
 {
-	struct pt_analysis a;
+	struct pgtrace_analysis a;
 	struct synth s;
 
 	/* Lifetimes 1..50 x 128 ns of order-1 blocks, all exact buckets. */
@@ -92,21 +92,21 @@ TEST(lifetime_percentiles)
 	EXPECT_EQ(0, a.life[0].count);
 	EXPECT_EQ(128, a.life[1].min_ns);
 	EXPECT_EQ(50 * 128, a.life[1].max_ns);
-	EXPECT_EQ(25 * 128, pt_life_percentile(&a.life[1], 50));
-	EXPECT_EQ(45 * 128, pt_life_percentile(&a.life[1], 90));
-	EXPECT_EQ(50 * 128, pt_life_percentile(&a.life[1], 99));
-	EXPECT_EQ(128, pt_life_percentile(&a.life[1], 0));
+	EXPECT_EQ(25 * 128, pgtrace_life_percentile(&a.life[1], 50));
+	EXPECT_EQ(45 * 128, pgtrace_life_percentile(&a.life[1], 90));
+	EXPECT_EQ(50 * 128, pgtrace_life_percentile(&a.life[1], 99));
+	EXPECT_EQ(128, pgtrace_life_percentile(&a.life[1], 0));
 	EXPECT_EQ(51 * 25 * 128, a.life[1].sum_ns);
 	EXPECT_EQ(0, a.in_use);
 	EXPECT_EQ(2, a.peak_in_use);
 	EXPECT_EQ(0, a.late_events);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	synth_free(&s);
 }
 
 TEST(peak_and_still_allocated)
 {
-	struct pt_analysis a;
+	struct pgtrace_analysis a;
 	struct synth s;
 
 	synth_init(&s, 2, 4096, 0);
@@ -137,22 +137,22 @@ TEST(peak_and_still_allocated)
 	EXPECT_EQ(20, a.zone_stats[0].peak_in_use);
 	EXPECT_EQ(1, a.other_zone.events[A]);
 	EXPECT_EQ(2, a.other_zone.in_use);
-	EXPECT_EQ(0, pt_analysis_zone(&a, 0x1000));
-	EXPECT_EQ(PT_ZONE_OTHER, pt_analysis_zone(&a, 0xfff));
-	EXPECT_EQ(PT_ZONE_OTHER, pt_analysis_zone(&a, 0x100000));
+	EXPECT_EQ(0, pgtrace_analysis_zone(&a, 0x1000));
+	EXPECT_EQ(PGTRACE_ZONE_OTHER, pgtrace_analysis_zone(&a, 0xfff));
+	EXPECT_EQ(PGTRACE_ZONE_OTHER, pgtrace_analysis_zone(&a, 0x100000));
 	EXPECT_EQ(2, a.life_all.count);
 	EXPECT_EQ(1, a.life[3].count);
 	EXPECT_EQ(Q(SEC + 3 * US) - Q(SEC + 1 * US), a.life[3].min_ns) {
 		TH_LOG("order-3 lifetime %llu", (unsigned long long)a.life[3].min_ns);
 	}
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	synth_free(&s);
 }
 
 /* split_page(): an order-2 block freed a page at a time, in any order. */
 TEST(split_frees)
 {
-	struct pt_analysis a;
+	struct pgtrace_analysis a;
 	struct synth s;
 
 	synth_init(&s, 1, 4096, 0);
@@ -178,13 +178,13 @@ TEST(split_frees)
 	EXPECT_EQ(1, a.in_use);
 	EXPECT_EQ(1, a.in_use_blocks);
 	EXPECT_EQ(4, a.peak_in_use);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	synth_free(&s);
 }
 
 TEST(snapshot_seeds_in_use)
 {
-	struct pt_analysis a;
+	struct pgtrace_analysis a;
 	struct synth s;
 
 	synth_init(&s, 2, 4096, PAGETRACE_FLAG_SNAPSHOT);
@@ -206,13 +206,13 @@ TEST(snapshot_seeds_in_use)
 	EXPECT_EQ(1, a.stats.snapshot_chunks);
 	/* Snapshot events stay off the time line. */
 	EXPECT_EQ(1, a.bins[0].events[A]);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	synth_free(&s);
 }
 
 TEST(rate_bins_and_lost_sites)
 {
-	struct pt_analysis a;
+	struct pgtrace_analysis a;
 	struct synth s;
 
 	synth_init(&s, 2, 4096, 0);
@@ -238,14 +238,14 @@ TEST(rate_bins_and_lost_sites)
 	EXPECT_EQ(7, a.lost_sites[0].lost);
 	EXPECT_EQ(Q(SEC + 3500 * US), a.lost_sites[0].time_ns);
 	EXPECT_EQ(7, a.stats.lost);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	synth_free(&s);
 }
 
 /* Over 1024 bins the time line halves its resolution, keeping the sums. */
 TEST(rate_rebins)
 {
-	struct pt_analysis a;
+	struct pgtrace_analysis a;
 	struct synth s;
 	uint64_t n = 0;
 
@@ -260,7 +260,7 @@ TEST(rate_rebins)
 		n += a.bins[i].events[A];
 	EXPECT_EQ(3000, n);
 	EXPECT_EQ(4, a.bins[0].events[A]);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	synth_free(&s);
 }
 
@@ -269,7 +269,7 @@ struct hook_log {
 	bool		ordered;
 };
 
-static int log_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg)
+static int log_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a, void *arg)
 {
 	struct hook_log *l = arg;
 
@@ -299,8 +299,8 @@ static void log_change(uint64_t t, uint64_t pfn, uint64_t npages, int sign,
 TEST(hooks_see_time_order)
 {
 	struct hook_log l = { .ordered = true };
-	struct pt_analysis_params p = { .event = log_event, .change = log_change, .arg = &l };
-	struct pt_analysis a;
+	struct pgtrace_analysis_params p = { .event = log_event, .change = log_change, .arg = &l };
+	struct pgtrace_analysis a;
 	struct synth s;
 	uint64_t st = 42;
 
@@ -324,7 +324,7 @@ TEST(hooks_see_time_order)
 	/* 500 ns apart, in 128 ns steps: 384 or 512. */
 	EXPECT_EQ(384, a.life[2].min_ns);
 	EXPECT_EQ(512, a.life[2].max_ns);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 
 	/* A hook's error stops it and comes back. */
 	memset(&l, 0, sizeof(l));
@@ -332,7 +332,7 @@ TEST(hooks_see_time_order)
 	l.cancel_at = 1000;
 	EXPECT_EQ(-ECANCELED, collect(&s, &a, &p));
 	EXPECT_EQ(1000, l.events);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	synth_free(&s);
 }
 
@@ -344,8 +344,8 @@ TEST(hooks_see_time_order)
  */
 TEST(max_held_bounds_memory)
 {
-	struct pt_analysis_params p = { .max_held = 16 };
-	struct pt_analysis a;
+	struct pgtrace_analysis_params p = { .max_held = 16 };
+	struct pgtrace_analysis a;
 	struct synth s;
 
 	synth_init(&s, 2, 4096, 0);
@@ -359,15 +359,15 @@ TEST(max_held_bounds_memory)
 	EXPECT_EQ(17, a.max_held_seen);
 	EXPECT_EQ(100, a.life_all.count);
 	EXPECT_EQ(83, a.late_events);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	synth_free(&s);
 }
 
 /* Unordered: the same counts as the full analysis, no time-order results. */
 TEST(unordered_counts)
 {
-	struct pt_analysis_params p = { .flags = PT_ANALYSIS_UNORDERED };
-	struct pt_analysis a, b;
+	struct pgtrace_analysis_params p = { .flags = PGTRACE_ANALYSIS_UNORDERED };
+	struct pgtrace_analysis a, b;
 	struct synth s;
 	uint64_t st = 9;
 
@@ -405,8 +405,8 @@ TEST(unordered_counts)
 	EXPECT_EQ(0, b.life_all.count);
 	EXPECT_EQ(0, b.peak_in_use);
 	EXPECT_LT(0, a.life_all.count);
-	pt_analysis_free(&a);
-	pt_analysis_free(&b);
+	pgtrace_analysis_free(&a);
+	pgtrace_analysis_free(&b);
 	synth_free(&s);
 }
 

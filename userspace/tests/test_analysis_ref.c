@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pt_analysis_collect() against a slow reference, on random synthetic
+ * pgtrace_analysis_collect() against a slow reference, on random synthetic
  * traces built to reach every path of the fast one: many CPUs and small
  * chunks (the merge, ties of equal times), more than 64 CPUs (wide merge
  * keys), zones whose edges fall inside a leaf of the flat block map, PFNs
@@ -12,7 +12,7 @@
  * others by (time, CPU) with a stable sort (what the analysis promises
  * when no event is late) and replays them on a binary tree of blocks
  * (tsearch), keeping every lifetime to compute exact percentiles.  Each
- * figure of struct pt_analysis must match: counts exactly, percentiles as
+ * figure of struct pgtrace_analysis must match: counts exactly, percentiles as
  * the lower bound of the exact value's bucket (at most 1/32 below it).
  *
  * PT_REF_TRACE=FILE runs the same comparison on a trace file, e.g. the
@@ -48,18 +48,18 @@ struct rlife {
 };
 
 struct ref {
-	struct pt_zone	*zones;		/* sorted by start_pfn */
+	struct pgtrace_zone	*zones;		/* sorted by start_pfn */
 	unsigned int	nr_zones;
 	uint64_t	zev[64][4], zpages[64][4], zin_use[64], zpeak[64]; /* [nr_zones]: outside */
 	uint64_t	bin_ns;
 	unsigned int	nr_bins;
-	struct pt_rate_bin bins[PT_RATE_BINS];
+	struct pgtrace_rate_bin bins[PGTRACE_RATE_BINS];
 	uint64_t	snap_events, snap_pages;
 	void		*tree;
-	uint64_t	blocks, in_use, by_order[PT_LIFE_ORDERS], peak, peak_ns;
+	uint64_t	blocks, in_use, by_order[PGTRACE_LIFE_ORDERS], peak, peak_ns;
 	uint64_t	unmatched_events[4], unmatched_pages[4], realloc;
-	struct rlife	life[PT_LIFE_ORDERS];
-	struct pt_lost_site sites[PT_MAX_LOST_SITES];
+	struct rlife	life[PGTRACE_LIFE_ORDERS];
+	struct pgtrace_lost_site sites[PGTRACE_MAX_LOST_SITES];
 	unsigned int	nr_sites;
 	/* every chunk with losses: time, lost */
 	uint64_t	(*lost)[2];
@@ -117,7 +117,7 @@ static unsigned int rorder(uint64_t np)
 {
 	unsigned int o = 0;
 
-	while ((1ULL << o) < np && o < PT_LIFE_ORDERS - 1)
+	while ((1ULL << o) < np && o < PGTRACE_LIFE_ORDERS - 1)
 		o++;
 	return o;
 }
@@ -137,7 +137,7 @@ static void rin_use(struct ref *r, const struct rblock *b, int64_t d, uint64_t t
 	}
 }
 
-static void ralloc(struct ref *r, const struct pt_event *e, bool snap)
+static void ralloc(struct ref *r, const struct pgtrace_event *e, bool snap)
 {
 	struct rblock *old = rfind(r, e->pfn), nb = {
 		.pfn = e->pfn, .npages = e->npages, .time_ns = e->time_ns,
@@ -176,7 +176,7 @@ static void rpieces(struct ref *r, const struct rblock *b, uint64_t from, uint64
 	}
 }
 
-static void rend(struct ref *r, const struct pt_event *e)
+static void rend(struct ref *r, const struct pgtrace_event *e)
 {
 	uint64_t cur = e->pfn, rem = e->npages;
 	bool matched = false;
@@ -185,7 +185,7 @@ static void rend(struct ref *r, const struct pt_event *e)
 		struct rblock *b = rfind(r, cur), copy;
 		uint64_t end, oend;
 
-		for (unsigned int k = 1; !b && k <= PT_SPLIT_ORDERS; k++) {
+		for (unsigned int k = 1; !b && k <= PGTRACE_SPLIT_ORDERS; k++) {
 			uint64_t s = cur & ~((1ULL << k) - 1);
 
 			if (s == cur)
@@ -225,19 +225,19 @@ static void rend(struct ref *r, const struct pt_event *e)
 
 static int cmp_zone(const void *x, const void *y)
 {
-	const struct pt_zone *a = x, *b = y;
+	const struct pgtrace_zone *a = x, *b = y;
 
 	return a->start_pfn < b->start_pfn ? -1 : a->start_pfn > b->start_pfn;
 }
 
-static int on_chunk(const struct pt_chunk *c, void *arg)
+static int on_chunk(const struct pgtrace_chunk *c, void *arg)
 {
 	struct ref *r = arg;
 
 	if (!c->lost)
 		return 0;
-	if (r->nr_sites < PT_MAX_LOST_SITES)
-		r->sites[r->nr_sites++] = (struct pt_lost_site){
+	if (r->nr_sites < PGTRACE_MAX_LOST_SITES)
+		r->sites[r->nr_sites++] = (struct pgtrace_lost_site){
 			.offset = c->offset, .time_ns = c->time_ns, .lost = c->lost, .cpu = c->cpu,
 		};
 	r->lost = realloc(r->lost, (r->nr_lost + 1) * sizeof(*r->lost));
@@ -247,11 +247,11 @@ static int on_chunk(const struct pt_chunk *c, void *arg)
 }
 
 /* Sort key of the time order: (time, cpu + 1, position in the stream). */
-static const struct pt_event *sort_evs;
+static const struct pgtrace_event *sort_evs;
 
 static int cmp_order(const void *x, const void *y)
 {
-	const struct pt_event *a = &sort_evs[*(const size_t *)x], *b = &sort_evs[*(const size_t *)y];
+	const struct pgtrace_event *a = &sort_evs[*(const size_t *)x], *b = &sort_evs[*(const size_t *)y];
 	uint32_t ca = a->cpu + 1U, cb = b->cpu + 1U;
 
 	if (a->time_ns != b->time_ns)
@@ -281,43 +281,43 @@ static void rbin_add(struct ref *r, uint64_t t, uint64_t origin, unsigned int ty
 /* Everything the reference computes, from a stream in memory; 0 or an error. */
 static int ref_run(struct ref *r, const void *buf, size_t len, unsigned int flags)
 {
-	struct pt_event *evs = NULL;
-	const struct pt_zone *z;
-	struct pt_reader *rd;
+	struct pgtrace_event *evs = NULL;
+	const struct pgtrace_zone *z;
+	struct pgtrace_reader *rd;
 	size_t n = 0, cap = 0, nsorted = 0, *idx;
 	uint64_t origin, maxrel = 0;
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	ret = pt_reader_open_mem(&rd, buf, len, flags);
+	ret = pgtrace_reader_open_mem(&rd, buf, len, flags);
 	if (ret)
 		return ret;
-	r->nr_zones = pt_reader_zones(rd, &z);
+	r->nr_zones = pgtrace_reader_zones(rd, &z);
 	if (r->nr_zones >= 64)
 		return -E2BIG;
 	r->zones = malloc((r->nr_zones + 1) * sizeof(*r->zones));
 	if (r->nr_zones)
 		memcpy(r->zones, z, r->nr_zones * sizeof(*z));
 	qsort(r->zones, r->nr_zones, sizeof(*r->zones), cmp_zone);
-	origin = pt_reader_header(rd)->start_ns;
-	pt_reader_set_chunk_cb(rd, on_chunk, r);
+	origin = pgtrace_reader_header(rd)->start_ns;
+	pgtrace_reader_set_chunk_cb(rd, on_chunk, r);
 	for (;;) {
 		if (n + 256 > cap) {
 			cap = 2 * (n + 256);
 			evs = realloc(evs, cap * sizeof(*evs));
 		}
-		ret = pt_reader_next_batch(rd, evs + n, 256);
+		ret = pgtrace_reader_next_batch(rd, evs + n, 256);
 		if (ret <= 0)
 			break;
 		n += ret;
 	}
-	pt_reader_close(rd);
+	pgtrace_reader_close(rd);
 	if (ret)
 		return ret;
 
 	/* Counts, in stream order. */
 	for (size_t i = 0; i < n; i++) {
-		const struct pt_event *e = &evs[i];
+		const struct pgtrace_event *e = &evs[i];
 		unsigned int zz = zi(r, rzone(r, e->pfn));
 
 		r->zev[zz][e->type]++;
@@ -335,7 +335,7 @@ static int ref_run(struct ref *r, const void *buf, size_t len, unsigned int flag
 		if (r->lost[i][0] >= origin && r->lost[i][0] - origin > maxrel)
 			maxrel = r->lost[i][0] - origin;
 	/* The bins: 1 ms, doubled until the last time fits 1024 of them. */
-	for (r->bin_ns = 1000000; maxrel / r->bin_ns >= PT_RATE_BINS; r->bin_ns *= 2)
+	for (r->bin_ns = 1000000; maxrel / r->bin_ns >= PGTRACE_RATE_BINS; r->bin_ns *= 2)
 		;
 	for (size_t i = 0; i < n; i++)
 		if (!(evs[i].chunk_flags & PAGETRACE_CHUNK_SNAPSHOT))
@@ -358,7 +358,7 @@ static int ref_run(struct ref *r, const void *buf, size_t len, unsigned int flag
 	sort_evs = evs;
 	qsort(idx, nsorted, sizeof(*idx), cmp_order);
 	for (size_t i = 0; i < nsorted; i++) {
-		const struct pt_event *e = &evs[idx[i]];
+		const struct pgtrace_event *e = &evs[idx[i]];
 
 		if (e->type == A)
 			ralloc(r, e, false);
@@ -373,7 +373,7 @@ static int ref_run(struct ref *r, const void *buf, size_t len, unsigned int flag
 static void ref_free(struct ref *r)
 {
 	tdestroy(r->tree, free);
-	for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++)
+	for (unsigned int o = 0; o < PGTRACE_LIFE_ORDERS; o++)
 		free(r->life[o].v);
 	free(r->zones);
 	free(r->lost);
@@ -424,10 +424,10 @@ static int cmp_u64(const void *x, const void *y)
 
 /* Lifetimes of one order (or all: @vals merged) against a histogram. */
 static int cmp_life(struct __test_metadata *_metadata, const char *what,
-		    const struct pt_life_hist *h, uint64_t *v, size_t n)
+		    const struct pgtrace_life_hist *h, uint64_t *v, size_t n)
 {
 	static const double pcts[] = { 0, 1, 25, 50, 90, 99, 99.9, 100 };
-	uint64_t *buckets = calloc(PT_LIFE_BUCKETS, sizeof(*buckets)), sum = 0;
+	uint64_t *buckets = calloc(PGTRACE_LIFE_BUCKETS, sizeof(*buckets)), sum = 0;
 	int bad = 0;
 
 	if (n)
@@ -442,13 +442,13 @@ static int cmp_life(struct __test_metadata *_metadata, const char *what,
 		SAME(what, h->min_ns, v[0]);
 		SAME(what, h->max_ns, v[n - 1]);
 	}
-	for (unsigned int b = 0; b < PT_LIFE_BUCKETS; b++)
+	for (unsigned int b = 0; b < PGTRACE_LIFE_BUCKETS; b++)
 		SAME(what, h->buckets[b], buckets[b]);
 	for (size_t k = 0; n && k < ARRAY_SIZE(pcts); k++) {
 		double x = pcts[k] / 100.0 * (double)n;
 		size_t rank = (size_t)x + ((double)(size_t)x < x);
 		uint64_t exact = v[(rank ? rank : 1) - 1], floor = rbucket_floor(exact);
-		uint64_t got = pt_life_percentile(h, pcts[k]);
+		uint64_t got = pgtrace_life_percentile(h, pcts[k]);
 
 		floor = floor < v[0] ? v[0] : floor;
 		SAME(what, got, floor);
@@ -464,25 +464,25 @@ static int cmp_life(struct __test_metadata *_metadata, const char *what,
 }
 
 /* Every figure of @a against the reference @r; returns how many differ. */
-static int compare(struct __test_metadata *_metadata, const struct pt_analysis *a,
+static int compare(struct __test_metadata *_metadata, const struct pgtrace_analysis *a,
 		   struct ref *r, const void *buf, size_t len, unsigned int flags)
 {
-	struct pt_reader *rd;
-	struct pt_stats s;
+	struct pgtrace_reader *rd;
+	struct pgtrace_stats s;
 	uint64_t *all = NULL;
 	size_t nall = 0;
 	int bad = 0;
 
-	/* The plain counts: pt_stats_collect() is the reference. */
-	if (pt_reader_open_mem(&rd, buf, len, flags) || pt_stats_collect(rd, &s))
+	/* The plain counts: pgtrace_stats_collect() is the reference. */
+	if (pgtrace_reader_open_mem(&rd, buf, len, flags) || pgtrace_stats_collect(rd, &s))
 		return 1;
-	pt_reader_close(rd);
+	pgtrace_reader_close(rd);
 	SAME("events", a->stats.events, s.events);
 	for (int t = 1; t <= 3; t++) {
 		SAME("by_type", a->stats.by_type[t], s.by_type[t]);
 		SAME("pages_by_type", a->stats.pages_by_type[t], s.pages_by_type[t]);
 	}
-	for (int o = 0; o <= PT_STATS_MAX_ORDER; o++)
+	for (int o = 0; o <= PGTRACE_STATS_MAX_ORDER; o++)
 		SAME("by_order", a->stats.by_order[o], s.by_order[o]);
 	SAME("other_order", a->stats.other_order, s.other_order);
 	SAME("chunks", a->stats.chunks, s.chunks);
@@ -495,11 +495,11 @@ static int compare(struct __test_metadata *_metadata, const struct pt_analysis *
 		SAME("cpu chunks", a->stats.cpus[c].chunks, s.cpus[c].chunks);
 		SAME("cpu lost", a->stats.cpus[c].lost, s.cpus[c].lost);
 	}
-	pt_stats_free(&s);
+	pgtrace_stats_free(&s);
 
 	SAME("nr_zones", a->nr_zones, r->nr_zones);
 	for (unsigned int z = 0; z <= r->nr_zones && a->nr_zones == r->nr_zones; z++) {
-		const struct pt_zone_stats *zs = z < a->nr_zones ? &a->zone_stats[z] : &a->other_zone;
+		const struct pgtrace_zone_stats *zs = z < a->nr_zones ? &a->zone_stats[z] : &a->other_zone;
 
 		if (z < a->nr_zones)
 			SAME("zone start", a->zones[z].start_pfn, r->zones[z].start_pfn);
@@ -512,7 +512,7 @@ static int compare(struct __test_metadata *_metadata, const struct pt_analysis *
 	}
 	SAME("bin_ns", a->bin_ns, r->bin_ns);
 	SAME("nr_bins", a->nr_bins, r->nr_bins);
-	for (unsigned int i = 0; i < r->nr_bins && i < PT_RATE_BINS; i++) {
+	for (unsigned int i = 0; i < r->nr_bins && i < PGTRACE_RATE_BINS; i++) {
 		for (int t = 1; t <= 3; t++) {
 			SAME("bin events", a->bins[i].events[t], r->bins[i].events[t]);
 			SAME("bin pages", a->bins[i].pages[t], r->bins[i].pages[t]);
@@ -530,7 +530,7 @@ static int compare(struct __test_metadata *_metadata, const struct pt_analysis *
 
 	SAME("in_use", a->in_use, r->in_use);
 	SAME("in_use_blocks", a->in_use_blocks, r->blocks);
-	for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++)
+	for (unsigned int o = 0; o < PGTRACE_LIFE_ORDERS; o++)
 		SAME("in_use_by_order", a->in_use_by_order[o], r->by_order[o]);
 	SAME("peak_in_use", a->peak_in_use, r->peak);
 	SAME("peak_ns", a->peak_ns, r->peak_ns);
@@ -540,7 +540,7 @@ static int compare(struct __test_metadata *_metadata, const struct pt_analysis *
 	}
 	SAME("realloc_events", a->realloc_events, r->realloc);
 	SAME("late_events", a->late_events, 0);
-	for (unsigned int o = 0; o < PT_LIFE_ORDERS; o++) {
+	for (unsigned int o = 0; o < PGTRACE_LIFE_ORDERS; o++) {
 		char what[32];
 
 		snprintf(what, sizeof(what), "lifetimes of order %u", o);
@@ -562,7 +562,7 @@ static int compare(struct __test_metadata *_metadata, const struct pt_analysis *
  * two; PFNs below, in the hole and above are in no zone, and those below
  * 0x1000 and from 0x80000 on are outside the flat map.
  */
-static const struct pt_zone zones[] = {
+static const struct pgtrace_zone zones[] = {
 	{ .node = 0, .zone = 0, .start_pfn = 0x1000, .end_pfn = 0x1a00,
 	  .present_pages = 0xa00, .name = "DMA" },
 	{ .node = 0, .zone = 1, .start_pfn = 0x1a00, .end_pfn = 0x40100,
@@ -688,7 +688,7 @@ struct hook_sum {
 	bool		ordered;
 };
 
-static int sum_event(const struct pt_event *ev, const struct pt_analysis *a, void *arg)
+static int sum_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a, void *arg)
 {
 	struct hook_sum *h = arg;
 
@@ -712,16 +712,16 @@ static void sum_change(uint64_t t, uint64_t pfn, uint64_t npages, int sign,
 	*(sign > 0 ? &h->plus : &h->minus) += npages;
 }
 
-static int collect(const void *buf, size_t len, unsigned int flags, struct pt_analysis *a,
-		   const struct pt_analysis_params *p)
+static int collect(const void *buf, size_t len, unsigned int flags, struct pgtrace_analysis *a,
+		   const struct pgtrace_analysis_params *p)
 {
-	struct pt_reader *r;
-	int ret = pt_reader_open_mem(&r, buf, len, flags);
+	struct pgtrace_reader *r;
+	int ret = pgtrace_reader_open_mem(&r, buf, len, flags);
 
 	if (ret)
 		return ret;
-	ret = pt_analysis_collect(r, a, p);
-	pt_reader_close(r);
+	ret = pgtrace_analysis_collect(r, a, p);
+	pgtrace_reader_close(r);
 	return ret;
 }
 
@@ -733,9 +733,9 @@ static void check_trace(struct __test_metadata *_metadata, const void *buf, size
 			bool hooks)
 {
 	struct hook_sum h = { .ordered = true };
-	struct pt_analysis_params hp = { .event = sum_event, .change = sum_change, .arg = &h };
-	struct pt_analysis_params qp = { .flags = PT_ANALYSIS_UNORDERED };
-	struct pt_analysis a, b, q;
+	struct pgtrace_analysis_params hp = { .event = sum_event, .change = sum_change, .arg = &h };
+	struct pgtrace_analysis_params qp = { .flags = PGTRACE_ANALYSIS_UNORDERED };
+	struct pgtrace_analysis a, b, q;
 	struct ref r;
 
 	ASSERT_EQ(0, ref_run(&r, buf, len, 0));
@@ -747,7 +747,7 @@ static void check_trace(struct __test_metadata *_metadata, const void *buf, size
 		EXPECT_TRUE(h.ordered);
 		EXPECT_EQ(a.stats.events, h.events);
 		EXPECT_EQ(a.in_use, h.plus - h.minus);
-		pt_analysis_free(&b);
+		pgtrace_analysis_free(&b);
 	}
 	ASSERT_EQ(0, collect(buf, len, 0, &q, &qp));
 	for (unsigned int z = 0; z < a.nr_zones; z++) {
@@ -760,8 +760,8 @@ static void check_trace(struct __test_metadata *_metadata, const void *buf, size
 	EXPECT_EQ(a.nr_bins, q.nr_bins);
 	EXPECT_EQ(0, memcmp(a.bins, q.bins, a.nr_bins * sizeof(*a.bins)));
 	EXPECT_EQ(a.snapshot_pages, q.snapshot_pages);
-	pt_analysis_free(&q);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&q);
+	pgtrace_analysis_free(&a);
 	ref_free(&r);
 }
 
@@ -821,7 +821,7 @@ TEST(random_gaps)
  */
 TEST(ties_across_chunks)
 {
-	struct pt_analysis a;
+	struct pgtrace_analysis a;
 	struct ref r;
 	struct synth s;
 	uint64_t t = SEC + 100 * 128;
@@ -844,7 +844,7 @@ TEST(ties_across_chunks)
 	EXPECT_EQ(0, a.unmatched_events[F]);
 	EXPECT_EQ(2, a.life_all.count);
 	EXPECT_EQ(3, a.in_use);
-	pt_analysis_free(&a);
+	pgtrace_analysis_free(&a);
 	ref_free(&r);
 	synth_free(&s);
 }

@@ -182,7 +182,7 @@ TEST_F(cli, usage)
 	EXPECT_EQ(0, run("--help"));
 	EXPECT_TRUE(strstr(slurp(dir, "out"), "usage: pagetrace") != NULL);
 	EXPECT_EQ(0, run("--version"));
-	EXPECT_STREQ("pagetrace " PT_VERSION_STRING " (stream format v1)\n", slurp(dir, "out"));
+	EXPECT_STREQ("pagetrace " PGTRACE_VERSION_STRING " (stream format v1)\n", slurp(dir, "out"));
 	EXPECT_EQ(0, run("dump --help"));
 	EXPECT_EQ(0, run("stats -h"));
 }

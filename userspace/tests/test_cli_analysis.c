@@ -94,12 +94,12 @@ TEST_F(an, csv)
 	ASSERT_EQ(0, RUN("convert --to csv t.pt"));
 	n = snprintf(exp, sizeof(exp), "time_ns,rel_ns,cpu,type,pfn,addr,npages,snapshot,offset\n");
 	for (size_t i = 0; i < self->s.nexp; i++) {
-		const struct pt_event *e = &self->s.exp[i];
+		const struct pgtrace_event *e = &self->s.exp[i];
 
 		n += snprintf(exp + n, sizeof(exp) - n, "%llu,%llu,%u,%s,%llu,0x%llx,%llu,0,%llu\n",
 			      (unsigned long long)e->time_ns,
 			      (unsigned long long)(e->time_ns - SEC), e->cpu,
-			      pt_event_type_name(e->type), (unsigned long long)e->pfn,
+			      pgtrace_event_type_name(e->type), (unsigned long long)e->pfn,
 			      (unsigned long long)e->pfn << 12, (unsigned long long)e->npages,
 			      (unsigned long long)e->offset);
 	}

@@ -58,23 +58,23 @@ static void patch(struct synth *s, uint64_t off, uint64_t v, unsigned int size)
 /* Drain a reader over @buf: the final result, message and event count. */
 static int drain(const void *buf, size_t len, char *msg, size_t n, unsigned int *nev)
 {
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	int ret;
 
 	*nev = 0;
 	msg[0] = '\0';
-	ret = pt_reader_open_mem(&r, buf, len, 0);
+	ret = pgtrace_reader_open_mem(&r, buf, len, 0);
 	if (!ret) {
-		while ((ret = pt_reader_next(r, &ev)) > 0)
+		while ((ret = pgtrace_reader_next(r, &ev)) > 0)
 			(*nev)++;
 		/* Errors stick. */
-		if (ret < 0 && pt_reader_next(r, &ev) != ret)
+		if (ret < 0 && pgtrace_reader_next(r, &ev) != ret)
 			ret = -1000;
 	}
 	if (r) {
-		snprintf(msg, n, "%s", pt_reader_error(r));
-		pt_reader_close(r);
+		snprintf(msg, n, "%s", pgtrace_reader_error(r));
+		pgtrace_reader_close(r);
 	}
 	return ret;
 }
@@ -236,8 +236,8 @@ TEST(chunk_headers)
 TEST(seq_numbers)
 {
 	struct synth s;
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 
 	base_file(&s, 0);
 	patch(&s, C + 16, 3, 8);
@@ -259,15 +259,15 @@ TEST(seq_numbers)
 	base_file(&s, PAGETRACE_FLAG_OVERWRITE);
 	patch(&s, C + 16, 4, 8);
 	patch(&s, B + 16, 10, 8);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	while (pt_reader_next(r, &ev) > 0)
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	while (pgtrace_reader_next(r, &ev) > 0)
 		;
-	EXPECT_STREQ("", pt_reader_error(r));
-	EXPECT_EQ(2, pt_reader_counters(r)->seq_gaps);
-	EXPECT_EQ(13, pt_reader_counters(r)->missing_chunks);
-	EXPECT_EQ(3, pt_reader_counters(r)->chunks);
-	EXPECT_EQ(3, pt_reader_counters(r)->lost);
-	pt_reader_close(r);
+	EXPECT_STREQ("", pgtrace_reader_error(r));
+	EXPECT_EQ(2, pgtrace_reader_counters(r)->seq_gaps);
+	EXPECT_EQ(13, pgtrace_reader_counters(r)->missing_chunks);
+	EXPECT_EQ(3, pgtrace_reader_counters(r)->chunks);
+	EXPECT_EQ(3, pgtrace_reader_counters(r)->lost);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
@@ -369,9 +369,9 @@ TEST(time_order)
 static int drain_pipe(const void *buf, size_t len, unsigned int bufsz, char *msg,
 		      size_t n, unsigned int *nev)
 {
-	struct pt_reader_params p = { .buf_size = bufsz };
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader_params p = { .buf_size = bufsz };
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	int fds[2], ret;
 	pid_t pid;
 
@@ -387,13 +387,13 @@ static int drain_pipe(const void *buf, size_t len, unsigned int bufsz, char *msg
 	close(fds[1]);
 	*nev = 0;
 	msg[0] = '\0';
-	ret = pt_reader_open_fd_params(&r, fds[0], &p);
+	ret = pgtrace_reader_open_fd_params(&r, fds[0], &p);
 	if (!ret)
-		while ((ret = pt_reader_next(r, &ev)) > 0)
+		while ((ret = pgtrace_reader_next(r, &ev)) > 0)
 			(*nev)++;
 	if (r) {
-		snprintf(msg, n, "%s", pt_reader_error(r));
-		pt_reader_close(r);
+		snprintf(msg, n, "%s", pgtrace_reader_error(r));
+		pgtrace_reader_close(r);
 	}
 	close(fds[0]);
 	waitpid(pid, NULL, 0);
@@ -494,16 +494,16 @@ TEST(scrambled)
 
 TEST(read_error)
 {
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	int fd = open("/", O_RDONLY | O_DIRECTORY);
 
 	ASSERT_GE(fd, 0);
-	ASSERT_EQ(-EIO, pt_reader_open_fd(&r, fd, 0));
+	ASSERT_EQ(-EIO, pgtrace_reader_open_fd(&r, fd, 0));
 	ASSERT_TRUE(r != NULL);
-	EXPECT_STREQ("offset 0: read error: Is a directory", pt_reader_error(r));
-	pt_reader_close(r);
+	EXPECT_STREQ("offset 0: read error: Is a directory", pgtrace_reader_error(r));
+	pgtrace_reader_close(r);
 	close(fd);
-	EXPECT_EQ(-EINVAL, pt_reader_open_fd(&r, -1, 0));
+	EXPECT_EQ(-EINVAL, pgtrace_reader_open_fd(&r, -1, 0));
 	EXPECT_TRUE(r == NULL);
 }
 

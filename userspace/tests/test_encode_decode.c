@@ -7,12 +7,12 @@
 
 #define SEC	1000000000ULL
 
-static struct pt_reader *open_synth(struct __test_metadata *_metadata, struct synth *s)
+static struct pgtrace_reader *open_synth(struct __test_metadata *_metadata, struct synth *s)
 {
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s->buf, s->len, 0)) {
-		TH_LOG("%s", r ? pt_reader_error(r) : "ENOMEM");
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s->buf, s->len, 0)) {
+		TH_LOG("%s", r ? pgtrace_reader_error(r) : "ENOMEM");
 	}
 	return r;
 }
@@ -20,19 +20,19 @@ static struct pt_reader *open_synth(struct __test_metadata *_metadata, struct sy
 static void expect_all(struct __test_metadata *_metadata, struct synth *s,
 		       unsigned int batch)
 {
-	struct pt_reader *r = open_synth(_metadata, s);
-	struct pt_event *evs;
+	struct pgtrace_reader *r = open_synth(_metadata, s);
+	struct pgtrace_event *evs;
 	char why[512] = "";
 	size_t n;
 
 	ASSERT_EQ(0, synth_read_all(r, batch, &evs, &n)) {
-		TH_LOG("%s", pt_reader_error(r));
+		TH_LOG("%s", pgtrace_reader_error(r));
 	}
 	EXPECT_EQ(-1, synth_compare(s, evs, n, true, why, sizeof(why))) {
 		TH_LOG("%s", why);
 	}
 	free(evs);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 }
 
 TEST(word_helpers)
@@ -105,7 +105,7 @@ TEST(every_field_through_the_reader)
 	ASSERT_EQ(6, s.nexp);
 	ASSERT_EQ(4242, s.exp[3].task);
 	ASSERT_EQ(0xffffffffLL, s.exp[4].task);
-	ASSERT_EQ(PT_TASK_UNKNOWN, s.exp[0].task);
+	ASSERT_EQ(PGTRACE_TASK_UNKNOWN, s.exp[0].task);
 	ASSERT_EQ(1024, s.exp[2].npages);
 	expect_all(_metadata, &s, 1);
 	expect_all(_metadata, &s, 64);
@@ -115,37 +115,37 @@ TEST(every_field_through_the_reader)
 TEST(header_records)
 {
 	struct synth s;
-	struct pt_reader *r;
-	const struct pt_zone *z;
+	struct pgtrace_reader *r;
+	const struct pgtrace_zone *z;
 	const struct pagetrace_header *h;
 
 	synth_init(&s, 2, 4096, PAGETRACE_CLOCK_MONOTONIC);
 	r = open_synth(_metadata, &s);
-	h = pt_reader_header(r);
+	h = pgtrace_reader_header(r);
 	EXPECT_EQ(2, h->nr_cpus);
 	EXPECT_EQ(4096, h->chunk_size);
 	EXPECT_EQ(SEC, h->start_ns);
 	EXPECT_EQ(2 * SEC, h->start_mono_ns);
 	EXPECT_EQ(PAGETRACE_CLOCK_MONOTONIC, h->flags);
 	EXPECT_EQ(s.len, h->header_size);
-	EXPECT_STREQ("6.1.0-synth", pt_reader_release(r));
-	ASSERT_EQ(1, pt_reader_zones(r, &z));
+	EXPECT_STREQ("6.1.0-synth", pgtrace_reader_kernel_release(r));
+	ASSERT_EQ(1, pgtrace_reader_zones(r, &z));
 	EXPECT_STREQ("DMA32", z[0].name);
 	EXPECT_EQ(0x1000, z[0].start_pfn);
 	EXPECT_EQ(0x100000, z[0].end_pfn);
 	EXPECT_EQ(0xfe000, z[0].present_pages);
 	EXPECT_EQ(1, z[0].zone);
-	ASSERT_TRUE(pt_reader_session(r) != NULL);
-	EXPECT_EQ(4, pt_reader_session(r)->nr_bufs);
-	EXPECT_EQ(100, pt_reader_session(r)->flush_ms);
+	ASSERT_TRUE(pgtrace_reader_session(r) != NULL);
+	EXPECT_EQ(4, pgtrace_reader_session(r)->nr_bufs);
+	EXPECT_EQ(100, pgtrace_reader_session(r)->flush_ms);
 	/* No chunks at all is a clean, empty trace. */
 	{
-		struct pt_event ev;
+		struct pgtrace_event ev;
 
-		EXPECT_EQ(0, pt_reader_next(r, &ev));
-		EXPECT_EQ(0, pt_reader_counters(r)->chunks);
+		EXPECT_EQ(0, pgtrace_reader_next(r, &ev));
+		EXPECT_EQ(0, pgtrace_reader_counters(r)->chunks);
 	}
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
@@ -187,24 +187,24 @@ TEST(handmade_chunk_times)
 		pagetrace_sync_word(SEC + (1ULL << 23)),
 		pagetrace_event_word(0, 0x43, 2, PAGETRACE_EV_FREE),
 	};
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 
 	synth_init(&s, 1, 4096, 0);
 	synth_put_chunk(&s, 0, 0, 0, 7, w, ARRAY_SIZE(w));
 	r = open_synth(_metadata, &s);
-	ASSERT_EQ(1, pt_reader_next(r, &ev));
+	ASSERT_EQ(1, pgtrace_reader_next(r, &ev));
 	EXPECT_EQ(SEC + (1ULL << 23) - 128, ev.time_ns);
 	EXPECT_EQ(0x42, ev.pfn);
 	EXPECT_EQ(s.hdr.header_size + 32 + 16, ev.offset);
-	ASSERT_EQ(1, pt_reader_next(r, &ev));
+	ASSERT_EQ(1, pgtrace_reader_next(r, &ev));
 	EXPECT_EQ(SEC + (1ULL << 23), ev.time_ns);
 	EXPECT_EQ(2, ev.npages);
 	EXPECT_EQ(PAGETRACE_EV_FREE, ev.type);
-	EXPECT_EQ(0, pt_reader_next(r, &ev));
-	EXPECT_EQ(7, pt_reader_counters(r)->lost);
-	EXPECT_EQ(2, pt_reader_counters(r)->events);
-	pt_reader_close(r);
+	EXPECT_EQ(0, pgtrace_reader_next(r, &ev));
+	EXPECT_EQ(7, pgtrace_reader_counters(r)->lost);
+	EXPECT_EQ(2, pgtrace_reader_counters(r)->events);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 

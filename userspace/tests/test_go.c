@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Go runtime page traces (PT_READER_GO): the committed trace of a real Go
+ * Go runtime page traces (PGTRACE_READER_GO): the committed trace of a real Go
  * program (tests/data/go-pagetrace.bin, see tests/data/goalloc/), with
  * counts checked by an independent decoder, and hand-made word sequences
  * for each rule the runtime's writer keeps.
@@ -38,10 +38,10 @@ struct p_count {
 	unsigned int	nbuf;
 };
 
-static int count_buffer(const struct pt_chunk *c, void *arg)
+static int count_buffer(const struct pgtrace_chunk *c, void *arg)
 {
 	struct p_count *pc = arg;
-	int i = c->cpu == PT_CPU_NONE ? 0 : (int)c->cpu + 1;
+	int i = c->cpu == PGTRACE_CPU_NONE ? 0 : (int)c->cpu + 1;
 
 	if (i < 5)
 		pc->buffers[i]++;
@@ -57,20 +57,20 @@ TEST(real_trace_decodes)
 	struct p_count pc = { 0 };
 	uint64_t by_type[4] = { 0 }, pages[4] = { 0 }, large = 0, tmin = UINT64_MAX, tmax = 0;
 	const struct pagetrace_header *h;
-	struct pt_reader *r;
-	struct pt_event e;
+	struct pgtrace_reader *r;
+	struct pgtrace_event e;
 	bool first = true;
 	int fd, ret;
 
 	fd = open(GO_TRACE, O_RDONLY);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, pt_reader_open_fd(&r, fd, PT_READER_GO));
-	h = pt_reader_header(r);
+	ASSERT_EQ(0, pgtrace_reader_open_fd(&r, fd, PGTRACE_READER_GO));
+	h = pgtrace_reader_header(r);
 	EXPECT_EQ(13, h->page_shift);
 	EXPECT_EQ(0, h->header_size);
 	EXPECT_EQ(go_start, h->start_ns);
-	pt_reader_set_chunk_cb(r, count_buffer, &pc);
-	while ((ret = pt_reader_next(r, &e)) > 0) {
+	pgtrace_reader_set_chunk_cb(r, count_buffer, &pc);
+	while ((ret = pgtrace_reader_next(r, &e)) > 0) {
 		if (first) {
 			/* Word 2: 0x000000c0004f0011, alloc of 2 pages by P 2. */
 			EXPECT_EQ(0xc0004f0000ULL >> 13, e.pfn);
@@ -83,21 +83,21 @@ TEST(real_trace_decodes)
 		by_type[e.type]++;
 		pages[e.type] += e.npages;
 		large += e.npages >= 1024;
-		pc.events[e.cpu == PT_CPU_NONE ? 0 : e.cpu + 1]++;
+		pc.events[e.cpu == PGTRACE_CPU_NONE ? 0 : e.cpu + 1]++;
 		if (e.time_ns < tmin)
 			tmin = e.time_ns;
 		if (e.time_ns > tmax)
 			tmax = e.time_ns;
 	}
 	ASSERT_EQ(0, ret) {
-		TH_LOG("%s", pt_reader_error(r));
+		TH_LOG("%s", pgtrace_reader_error(r));
 	}
-	EXPECT_EQ(560, by_type[PT_EV_ALLOC]);
-	EXPECT_EQ(521, by_type[PT_EV_FREE]);
-	EXPECT_EQ(221, by_type[PT_EV_RECLAIM]);
-	EXPECT_EQ(28837, pages[PT_EV_ALLOC]);
-	EXPECT_EQ(28759, pages[PT_EV_FREE]);
-	EXPECT_EQ(18022, pages[PT_EV_RECLAIM]);
+	EXPECT_EQ(560, by_type[PGTRACE_EV_ALLOC]);
+	EXPECT_EQ(521, by_type[PGTRACE_EV_FREE]);
+	EXPECT_EQ(221, by_type[PGTRACE_EV_RECLAIM]);
+	EXPECT_EQ(28837, pages[PGTRACE_EV_ALLOC]);
+	EXPECT_EQ(28759, pages[PGTRACE_EV_FREE]);
+	EXPECT_EQ(18022, pages[PGTRACE_EV_RECLAIM]);
 	EXPECT_EQ(6, large);
 	EXPECT_EQ(1541206985216ULL, tmin);
 	EXPECT_EQ(1541277490048ULL, tmax);
@@ -116,27 +116,27 @@ TEST(real_trace_decodes)
 	for (int i = 0; i < 5; i++)
 		EXPECT_EQ(1, pc.buffers[i]);
 	EXPECT_EQ(4, h->nr_cpus);
-	EXPECT_EQ(1302, pt_reader_counters(r)->events);
-	EXPECT_EQ(5, pt_reader_counters(r)->chunks);
-	EXPECT_EQ(1342 * 8, pt_reader_counters(r)->bytes);
-	pt_reader_close(r);
+	EXPECT_EQ(1302, pgtrace_reader_counters(r)->events);
+	EXPECT_EQ(5, pgtrace_reader_counters(r)->chunks);
+	EXPECT_EQ(1342 * 8, pgtrace_reader_counters(r)->bytes);
+	pgtrace_reader_close(r);
 	close(fd);
 }
 
 TEST(real_trace_analysis)
 {
-	struct pt_analysis a;
-	struct pt_reader *r;
+	struct pgtrace_analysis a;
+	struct pgtrace_reader *r;
 	int fd;
 
 	fd = open(GO_TRACE, O_RDONLY);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, pt_reader_open_fd(&r, fd, PT_READER_GO));
-	ASSERT_EQ(0, pt_analysis_collect(r, &a, NULL));
+	ASSERT_EQ(0, pgtrace_reader_open_fd(&r, fd, PGTRACE_READER_GO));
+	ASSERT_EQ(0, pgtrace_analysis_collect(r, &a, NULL));
 	/* Every free matches its span; scavenges hit free pages only. */
 	EXPECT_EQ(521, a.life_all.count);
-	EXPECT_EQ(0, a.unmatched_events[PT_EV_FREE]);
-	EXPECT_EQ(221, a.unmatched_events[PT_EV_RECLAIM]);
+	EXPECT_EQ(0, a.unmatched_events[PGTRACE_EV_FREE]);
+	EXPECT_EQ(221, a.unmatched_events[PGTRACE_EV_RECLAIM]);
 	EXPECT_EQ(78, a.in_use);
 	EXPECT_EQ(39, a.in_use_blocks);
 	EXPECT_EQ(8369, a.peak_in_use);
@@ -147,17 +147,17 @@ TEST(real_trace_analysis)
 	EXPECT_EQ(1, a.stats.no_cpu.chunks);
 	EXPECT_EQ(527, a.stats.cpus[0].events);
 	EXPECT_EQ(203, a.stats.cpus[3].events);
-	pt_analysis_free(&a);
-	pt_reader_close(r);
+	pgtrace_analysis_free(&a);
+	pgtrace_reader_close(r);
 	close(fd);
 }
 
 /* Decode @n words as a Go trace: the reader's final result, events in *nev. */
-static int go_words(const uint64_t *w, size_t n, size_t extra_bytes, struct pt_event *evs,
+static int go_words(const uint64_t *w, size_t n, size_t extra_bytes, struct pgtrace_event *evs,
 		    unsigned int *nev, char *err, size_t errlen)
 {
 	unsigned char buf[MAXW * 8 + 8];
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	int ret;
 
 	for (size_t i = 0; i < n; i++) {
@@ -166,14 +166,14 @@ static int go_words(const uint64_t *w, size_t n, size_t extra_bytes, struct pt_e
 		memcpy(buf + 8 * i, &le, 8);
 	}
 	memset(buf + 8 * n, 0, extra_bytes);
-	ret = pt_reader_open_mem(&r, buf, 8 * n + extra_bytes, PT_READER_GO);
+	ret = pgtrace_reader_open_mem(&r, buf, 8 * n + extra_bytes, PGTRACE_READER_GO);
 	if (ret)
 		return ret;
 	*nev = 0;
-	while ((ret = pt_reader_next(r, &evs[*nev])) > 0)
+	while ((ret = pgtrace_reader_next(r, &evs[*nev])) > 0)
 		(*nev)++;
-	snprintf(err, errlen, "%s", pt_reader_error(r));
-	pt_reader_close(r);
+	snprintf(err, errlen, "%s", pgtrace_reader_error(r));
+	pgtrace_reader_close(r);
 	return ret;
 }
 
@@ -184,7 +184,7 @@ static int go_words(const uint64_t *w, size_t n, size_t extra_bytes, struct pt_e
 
 TEST(synthetic_words)
 {
-	struct pt_event evs[MAXW];
+	struct pgtrace_event evs[MAXW];
 	unsigned int nev;
 	char err[256];
 	uint64_t t = 1ULL << 30;
@@ -205,10 +205,10 @@ TEST(synthetic_words)
 	EXPECT_EQ(0xc000002000ULL >> 13, evs[0].pfn);
 	EXPECT_EQ(3, evs[0].npages);
 	EXPECT_EQ(2048, evs[1].npages);
-	EXPECT_EQ(PT_EV_FREE, evs[1].type);
+	EXPECT_EQ(PGTRACE_EV_FREE, evs[1].type);
 	EXPECT_EQ(t + (1 << 23) + 128, evs[2].time_ns);
-	EXPECT_EQ(PT_EV_RECLAIM, evs[2].type);
-	EXPECT_EQ(PT_CPU_NONE, evs[3].cpu);
+	EXPECT_EQ(PGTRACE_EV_RECLAIM, evs[2].type);
+	EXPECT_EQ(PGTRACE_CPU_NONE, evs[3].cpu);
 	EXPECT_EQ(t, evs[3].time_ns);	/* t + 5 in 128 ns steps */
 	EXPECT_EQ(72, evs[3].offset);
 	/* A large npages word may look like a pid word: 1028 = 0x404. */
@@ -220,7 +220,7 @@ TEST(synthetic_words)
 
 TEST(synthetic_corruption)
 {
-	struct pt_event evs[MAXW];
+	struct pgtrace_event evs[MAXW];
 	unsigned int nev;
 	char err[256];
 	uint64_t t = 1ULL << 30;
@@ -259,21 +259,21 @@ TEST(synthetic_corruption)
 /* The Go trace is no v1 stream, and the other way round. */
 TEST(wrong_mode)
 {
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	struct synth s;
-	struct pt_event e;
+	struct pgtrace_event e;
 	int fd = open(GO_TRACE, O_RDONLY);
 
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(-EBADMSG, pt_reader_open_fd(&r, fd, 0));
-	pt_reader_close(r);
+	EXPECT_EQ(-EBADMSG, pgtrace_reader_open_fd(&r, fd, 0));
+	pgtrace_reader_close(r);
 	close(fd);
 	synth_init(&s, 1, 4096, 0);
 	synth_event(&s, 0, 1000000000ULL, 1, 5, 1);
 	synth_flush_all(&s);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, PT_READER_GO));
-	EXPECT_EQ(-EBADMSG, pt_reader_next(r, &e));
-	pt_reader_close(r);
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, PGTRACE_READER_GO));
+	EXPECT_EQ(-EBADMSG, pgtrace_reader_next(r, &e));
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 

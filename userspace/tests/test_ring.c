@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pt_ring_* without the module: what a descriptor that is not
+ * pgtrace_ring_* without the module: what a descriptor that is not
  * /dev/pagetrace gets.  The mapped session itself is tested in the VM
  * (selftests/pagetrace_mmap_test.c, pagetrace record).
  */
@@ -13,26 +13,26 @@
 
 TEST(map_not_the_device)
 {
-	struct pt_ring *r = (void *)1;
+	struct pgtrace_ring *r = (void *)1;
 	int fd = open("/dev/null", O_RDONLY);
 
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(-ENOTTY, pt_ring_map(fd, &r));
+	EXPECT_EQ(-ENOTTY, pgtrace_ring_map(fd, &r));
 	EXPECT_EQ(NULL, r);
 	close(fd);
 }
 
 TEST(map_closed_fd)
 {
-	struct pt_ring *r = (void *)1;
+	struct pgtrace_ring *r = (void *)1;
 
-	EXPECT_EQ(-EBADF, pt_ring_map(-1, &r));
+	EXPECT_EQ(-EBADF, pgtrace_ring_map(-1, &r));
 	EXPECT_EQ(NULL, r);
 }
 
 TEST(unmap_null)
 {
-	pt_ring_unmap(NULL);
+	pgtrace_ring_unmap(NULL);
 }
 
 TEST_HARNESS_MAIN

@@ -46,46 +46,46 @@ static void stack_trace(struct synth *s, unsigned int chunk_size)
 	synth_flush_all(s);
 }
 
-static void check_tables(struct __test_metadata *_metadata, struct pt_reader *r)
+static void check_tables(struct __test_metadata *_metadata, struct pgtrace_reader *r)
 {
 	const uint64_t *fr;
 	int cut = -1;
 
-	ASSERT_EQ(3, pt_reader_stack(r, 1, &fr, &cut));
+	ASSERT_EQ(3, pgtrace_reader_stack(r, 1, &fr, &cut));
 	EXPECT_EQ(0, cut);
 	EXPECT_EQ(0, memcmp(fr, f1, sizeof(f1)));
-	ASSERT_EQ(2, pt_reader_stack(r, 2, &fr, NULL));
+	ASSERT_EQ(2, pgtrace_reader_stack(r, 2, &fr, NULL));
 	EXPECT_EQ(0, memcmp(fr, f2, sizeof(f2)));
-	ASSERT_EQ(PAGETRACE_STACK_MAX_DEPTH, pt_reader_stack(r, 7, &fr, &cut));
+	ASSERT_EQ(PAGETRACE_STACK_MAX_DEPTH, pgtrace_reader_stack(r, 7, &fr, &cut));
 	EXPECT_EQ(1, cut);
 	EXPECT_EQ(0, memcmp(fr, f64, sizeof(f64)));
-	EXPECT_EQ(-ENOENT, pt_reader_stack(r, 3, &fr, &cut));
-	EXPECT_EQ(-ENOENT, pt_reader_stack(r, 0, &fr, &cut));
-	EXPECT_EQ(-ENOENT, pt_reader_stack(r, PT_STACK_UNKNOWN, &fr, &cut));
-	EXPECT_EQ(3, pt_reader_counters(r)->stacks);
-	EXPECT_EQ(40 + 14 + 8 + 6, pt_reader_counters(r)->samples);
-	EXPECT_EQ(6, pt_reader_counters(r)->samples_unknown);
-	EXPECT_EQ(40 + 14 + 8, pt_reader_counters(r)->stack_defs);
+	EXPECT_EQ(-ENOENT, pgtrace_reader_stack(r, 3, &fr, &cut));
+	EXPECT_EQ(-ENOENT, pgtrace_reader_stack(r, 0, &fr, &cut));
+	EXPECT_EQ(-ENOENT, pgtrace_reader_stack(r, PGTRACE_STACK_UNKNOWN, &fr, &cut));
+	EXPECT_EQ(3, pgtrace_reader_counters(r)->stacks);
+	EXPECT_EQ(40 + 14 + 8 + 6, pgtrace_reader_counters(r)->samples);
+	EXPECT_EQ(6, pgtrace_reader_counters(r)->samples_unknown);
+	EXPECT_EQ(40 + 14 + 8, pgtrace_reader_counters(r)->stack_defs);
 }
 
 TEST(round_trip)
 {
 	static const unsigned int batches[] = { 1, 3, 64, 4096 };
-	struct pt_event *evs;
-	struct pt_reader *r;
+	struct pgtrace_event *evs;
+	struct pgtrace_reader *r;
 	struct synth s;
 	char why[512];
 	size_t n;
 
 	stack_trace(&s, 1024);
 	for (unsigned int b = 0; b < ARRAY_SIZE(batches); b++) {
-		ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-		ASSERT_EQ(0, synth_read_all(r, batches[b], &evs, &n)) TH_LOG("%s", pt_reader_error(r));
+		ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+		ASSERT_EQ(0, synth_read_all(r, batches[b], &evs, &n)) TH_LOG("%s", pgtrace_reader_error(r));
 		EXPECT_EQ(-1, synth_compare(&s, evs, n, true, why, sizeof(why))) TH_LOG("%s", why);
 		check_tables(_metadata, r);
-		EXPECT_EQ(s.nexp, pt_reader_counters(r)->events);
+		EXPECT_EQ(s.nexp, pgtrace_reader_counters(r)->events);
 		free(evs);
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 	}
 	synth_free(&s);
 }
@@ -93,9 +93,9 @@ TEST(round_trip)
 /* A 64-byte buffer: a 65-word definition needs the buffer to grow. */
 TEST(small_buffer)
 {
-	struct pt_reader_params p = { .buf_size = PT_READER_MIN_BUF };
-	struct pt_event *evs;
-	struct pt_reader *r;
+	struct pgtrace_reader_params p = { .buf_size = PGTRACE_READER_MIN_BUF };
+	struct pgtrace_event *evs;
+	struct pgtrace_reader *r;
 	struct synth s;
 	char why[512];
 	size_t n;
@@ -106,12 +106,12 @@ TEST(small_buffer)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, synth_write_slowly(fd, s.buf, s.len, 100, 3));
 	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
-	ASSERT_EQ(0, pt_reader_open_fd_params(&r, fd, &p));
-	ASSERT_EQ(0, synth_read_all(r, 5, &evs, &n)) TH_LOG("%s", pt_reader_error(r));
+	ASSERT_EQ(0, pgtrace_reader_open_fd_params(&r, fd, &p));
+	ASSERT_EQ(0, synth_read_all(r, 5, &evs, &n)) TH_LOG("%s", pgtrace_reader_error(r));
 	EXPECT_EQ(-1, synth_compare(&s, evs, n, true, why, sizeof(why))) TH_LOG("%s", why);
 	check_tables(_metadata, r);
 	free(evs);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	close(fd);
 	synth_free(&s);
 }
@@ -119,48 +119,48 @@ TEST(small_buffer)
 /* Runs skip the stack words: the same events, compact, and the same counts. */
 TEST(runs)
 {
-	struct pt_cevent ce[16];
-	const struct pt_chunk *c;
-	struct pt_reader *r;
+	struct pgtrace_compact_event ce[16];
+	const struct pgtrace_chunk *c;
+	struct pgtrace_reader *r;
 	struct synth s;
 	size_t k = 0;
 	int ret;
 
 	stack_trace(&s, 1024);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	while ((ret = pt_reader_next_run(r, ce, 16, &c)) > 0) {
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	while ((ret = pgtrace_reader_next_run(r, ce, 16, &c)) > 0) {
 		for (int i = 0; i < ret; i++, k++) {
 			ASSERT_LT(k, s.nexp);
 			EXPECT_EQ(s.exp[k].time_ns, ce[i].time_ns);
 			EXPECT_EQ(s.exp[k].pfn, ce[i].pfn);
-			EXPECT_EQ(s.exp[k].npages, pt_cevent_npages(&ce[i]));
-			EXPECT_EQ(s.exp[k].type, pt_cevent_type(&ce[i]));
+			EXPECT_EQ(s.exp[k].npages, pgtrace_compact_event_npages(&ce[i]));
+			EXPECT_EQ(s.exp[k].type, pgtrace_compact_event_type(&ce[i]));
 		}
 	}
-	EXPECT_EQ(0, ret) TH_LOG("%s", pt_reader_error(r));
+	EXPECT_EQ(0, ret) TH_LOG("%s", pgtrace_reader_error(r));
 	EXPECT_EQ(s.nexp, k);
 	check_tables(_metadata, r);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
 /* Plain streams: no stacks record, no samples, stack 0 everywhere. */
 TEST(no_stacks)
 {
-	struct pt_event ev;
-	struct pt_reader *r;
+	struct pgtrace_event ev;
+	struct pgtrace_reader *r;
 	struct synth s;
 
 	synth_init(&s, 1, 1024, 0);
 	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 1, 1);
 	synth_flush_all(&s);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	EXPECT_EQ(NULL, pt_reader_stacks(r));
-	EXPECT_EQ(NULL, pt_reader_filter(r));
-	ASSERT_EQ(1, pt_reader_next(r, &ev));
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	EXPECT_EQ(NULL, pgtrace_reader_stacks(r));
+	EXPECT_EQ(NULL, pgtrace_reader_filter(r));
+	ASSERT_EQ(1, pgtrace_reader_next(r, &ev));
 	EXPECT_EQ(0, ev.stack);
-	EXPECT_EQ(0, pt_reader_counters(r)->samples);
-	pt_reader_close(r);
+	EXPECT_EQ(0, pgtrace_reader_counters(r)->samples);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
@@ -168,35 +168,35 @@ TEST(header_records)
 {
 	const struct pagetrace_rec_filter *f;
 	const struct pagetrace_rec_stacks *st;
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 	struct synth s;
 
 	synth_init(&s, 1, 1024, PAGETRACE_FLAG_STACKS | PAGETRACE_FLAG_FILTERED);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0)) TH_LOG("%s", pt_reader_error(r));
-	st = pt_reader_stacks(r);
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0)) TH_LOG("%s", pgtrace_reader_error(r));
+	st = pgtrace_reader_stacks(r);
 	ASSERT_NE(NULL, st);
 	EXPECT_EQ(SYNTH_RATE, st->rate);
 	EXPECT_EQ(PAGETRACE_STACK_MAX_DEPTH, st->max_depth);
 	EXPECT_EQ(SYNTH_ANCHOR_ADDR, st->anchor_addr);
 	EXPECT_STREQ(SYNTH_ANCHOR_NAME, (const char *)st->anchor_name);
-	f = pt_reader_filter(r);
+	f = pgtrace_reader_filter(r);
 	ASSERT_NE(NULL, f);
 	EXPECT_EQ(6, f->types);
 	EXPECT_EQ(0xf, f->orders);
 	EXPECT_EQ(1, f->nodes[0]);
 	EXPECT_EQ(1234, f->cgroup_id);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
 /* Open a header only: the error and its message. */
 static int open_msg(const struct synth *s, char *msg, size_t n)
 {
-	struct pt_reader *r;
-	int ret = pt_reader_open_mem(&r, s->buf, s->len, 0);
+	struct pgtrace_reader *r;
+	int ret = pgtrace_reader_open_mem(&r, s->buf, s->len, 0);
 
-	snprintf(msg, n, "%s", r ? pt_reader_error(r) : "");
-	pt_reader_close(r);
+	snprintf(msg, n, "%s", r ? pgtrace_reader_error(r) : "");
+	pgtrace_reader_close(r);
 	return ret;
 }
 
@@ -269,8 +269,8 @@ TEST(bad_header_records)
 static int drain_words(const uint64_t *words, unsigned int n, unsigned int flags,
 		       uint64_t *word0, char *msg, size_t len)
 {
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	struct synth s;
 	int ret;
 
@@ -278,13 +278,13 @@ static int drain_words(const uint64_t *words, unsigned int n, unsigned int flags
 	*word0 = s.len + 32;
 	synth_put_chunk(&s, 0, 0, 0, 0, words, n);
 	msg[0] = '\0';
-	ret = pt_reader_open_mem(&r, s.buf, s.len, 0);
+	ret = pgtrace_reader_open_mem(&r, s.buf, s.len, 0);
 	if (!ret) {
-		while ((ret = pt_reader_next(r, &ev)) > 0)
+		while ((ret = pgtrace_reader_next(r, &ev)) > 0)
 			;
-		snprintf(msg, len, "%s", pt_reader_error(r));
+		snprintf(msg, len, "%s", pgtrace_reader_error(r));
 	}
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 	return ret;
 }
@@ -372,8 +372,8 @@ TEST(define_per_chunk)
 	const uint64_t a[] = { PID0, SYNC, DEF(9, 1), FR(K(1)), SAMPLE(9), ALLOC };
 	const uint64_t b[] = { PID0, pagetrace_sync_word(2 * SEC), SAMPLE(9), ALLOC };
 	const uint64_t c[] = { PID0, pagetrace_sync_word(3 * SEC), DEF(9, 1), FR(K(2)) };
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	struct synth s;
 	size_t bw, cw;
 
@@ -381,13 +381,13 @@ TEST(define_per_chunk)
 	synth_put_chunk(&s, 0, 0, 0, 0, a, ARRAY_SIZE(a));
 	bw = s.len + 32;
 	synth_put_chunk(&s, 0, 0, 1, 0, b, ARRAY_SIZE(b));
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	ASSERT_EQ(1, pt_reader_next(r, &ev));
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	ASSERT_EQ(1, pgtrace_reader_next(r, &ev));
 	EXPECT_EQ(9, ev.stack);
-	EXPECT_EQ(-EBADMSG, pt_reader_next(r, &ev));
-	EXPECT_NE(NULL, strstr(pt_reader_error(r), "names stack 9"));
-	EXPECT_EQ(bw + 16, strtoull(pt_reader_error(r) + 7, NULL, 10));
-	pt_reader_close(r);
+	EXPECT_EQ(-EBADMSG, pgtrace_reader_next(r, &ev));
+	EXPECT_NE(NULL, strstr(pgtrace_reader_error(r), "names stack 9"));
+	EXPECT_EQ(bw + 16, strtoull(pgtrace_reader_error(r) + 7, NULL, 10));
+	pgtrace_reader_close(r);
 	synth_free(&s);
 
 	/* Redefined with other frames in a later chunk. */
@@ -395,12 +395,12 @@ TEST(define_per_chunk)
 	synth_put_chunk(&s, 0, 0, 0, 0, a, ARRAY_SIZE(a));
 	cw = s.len + 32;
 	synth_put_chunk(&s, 0, 0, 1, 0, c, ARRAY_SIZE(c));
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	ASSERT_EQ(1, pt_reader_next(r, &ev));
-	EXPECT_EQ(-EBADMSG, pt_reader_next(r, &ev));
-	EXPECT_NE(NULL, strstr(pt_reader_error(r), "other frames"));
-	EXPECT_EQ(cw + 16, strtoull(pt_reader_error(r) + 7, NULL, 10));
-	pt_reader_close(r);
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	ASSERT_EQ(1, pgtrace_reader_next(r, &ev));
+	EXPECT_EQ(-EBADMSG, pgtrace_reader_next(r, &ev));
+	EXPECT_NE(NULL, strstr(pgtrace_reader_error(r), "other frames"));
+	EXPECT_EQ(cw + 16, strtoull(pgtrace_reader_error(r) + 7, NULL, 10));
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 

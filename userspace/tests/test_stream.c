@@ -41,34 +41,34 @@ static void random_stream(struct synth *s, unsigned int nr_cpus, unsigned int ch
 }
 
 static void check_all(struct __test_metadata *_metadata, struct synth *s,
-		      struct pt_reader *r, unsigned int batch)
+		      struct pgtrace_reader *r, unsigned int batch)
 {
-	struct pt_event *evs;
+	struct pgtrace_event *evs;
 	char why[512] = "";
 	size_t n;
 
 	ASSERT_EQ(0, synth_read_all(r, batch, &evs, &n)) {
-		TH_LOG("%s", pt_reader_error(r));
+		TH_LOG("%s", pgtrace_reader_error(r));
 	}
 	EXPECT_EQ(-1, synth_compare(s, evs, n, true, why, sizeof(why))) {
 		TH_LOG("%s", why);
 	}
-	EXPECT_EQ(s->nexp, pt_reader_counters(r)->events);
-	EXPECT_EQ(s->len, pt_reader_counters(r)->bytes);
+	EXPECT_EQ(s->nexp, pgtrace_reader_counters(r)->events);
+	EXPECT_EQ(s->len, pgtrace_reader_counters(r)->bytes);
 	free(evs);
 }
 
 TEST(memory)
 {
 	struct synth s;
-	struct pt_reader *r;
+	struct pgtrace_reader *r;
 
 	random_stream(&s, 4, 32 + 8 * 64, 0, 20000, 1);
 	ASSERT_GT(s.nsyncs, 100);
 	for (unsigned int batch = 1; batch <= 1000; batch *= 10) {
-		ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
+		ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
 		check_all(_metadata, &s, r, batch);
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 	}
 	synth_free(&s);
 }
@@ -98,15 +98,15 @@ TEST(pipe_small_writes)
 
 	random_stream(&s, 3, 32 + 8 * 40, 0, 5000, 7);
 	for (unsigned int i = 0; i < ARRAY_SIZE(bufs); i++) {
-		struct pt_reader_params p = { .buf_size = bufs[i] };
-		struct pt_reader *r;
+		struct pgtrace_reader_params p = { .buf_size = bufs[i] };
+		struct pgtrace_reader *r;
 		int fd, status;
 		pid_t pid = feed(&fd, s.buf, s.len, i < 3 ? 13 : 4000);
 
 		ASSERT_GT(pid, 0);
-		ASSERT_EQ(0, pt_reader_open_fd_params(&r, fd, &p));
+		ASSERT_EQ(0, pgtrace_reader_open_fd_params(&r, fd, &p));
 		check_all(_metadata, &s, r, i % 2 ? 1 : 300);
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 		close(fd);
 		ASSERT_EQ(pid, waitpid(pid, &status, 0));
 		ASSERT_EQ(0, status);
@@ -115,11 +115,11 @@ TEST(pipe_small_writes)
 }
 
 struct chunk_log {
-	struct pt_chunk c[64];
+	struct pgtrace_chunk c[64];
 	unsigned int n;
 };
 
-static int log_chunk(const struct pt_chunk *c, void *arg)
+static int log_chunk(const struct pgtrace_chunk *c, void *arg)
 {
 	struct chunk_log *l = arg;
 
@@ -132,8 +132,8 @@ static int log_chunk(const struct pt_chunk *c, void *arg)
 TEST(chunk_callback_and_gaps)
 {
 	struct chunk_log log = { };
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	struct synth s;
 
 	synth_init(&s, 2, 4096, PAGETRACE_FLAG_OVERWRITE);
@@ -147,11 +147,11 @@ TEST(chunk_callback_and_gaps)
 	synth_event(&s, 1, SEC + 10 * SEC, 2, 3, 2);
 	synth_flush(&s, 1, PAGETRACE_CHUNK_FLUSHED);
 
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	pt_reader_set_chunk_cb(r, log_chunk, &log);
-	while (pt_reader_next(r, &ev) > 0)
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	pgtrace_reader_set_chunk_cb(r, log_chunk, &log);
+	while (pgtrace_reader_next(r, &ev) > 0)
 		;
-	ASSERT_STREQ("", pt_reader_error(r));
+	ASSERT_STREQ("", pgtrace_reader_error(r));
 	ASSERT_EQ(3, log.n);
 	EXPECT_EQ(1, log.c[0].cpu);
 	EXPECT_EQ(5, log.c[0].seq);
@@ -164,22 +164,22 @@ TEST(chunk_callback_and_gaps)
 	EXPECT_EQ(8, log.c[2].seq);
 	EXPECT_EQ(2, log.c[2].missing);
 	EXPECT_EQ(PAGETRACE_CHUNK_FLUSHED, log.c[2].flags);
-	EXPECT_EQ(2, pt_reader_counters(r)->seq_gaps);
-	EXPECT_EQ(7, pt_reader_counters(r)->missing_chunks);
-	EXPECT_EQ(9, pt_reader_counters(r)->lost);
-	pt_reader_close(r);
+	EXPECT_EQ(2, pgtrace_reader_counters(r)->seq_gaps);
+	EXPECT_EQ(7, pgtrace_reader_counters(r)->missing_chunks);
+	EXPECT_EQ(9, pgtrace_reader_counters(r)->lost);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
-static int stop_cb(const struct pt_chunk *c, void *arg)
+static int stop_cb(const struct pgtrace_chunk *c, void *arg)
 {
 	return c->seq == 1 ? -ECANCELED : 0;
 }
 
 TEST(callback_stops)
 {
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	struct synth s;
 	int n = 0, ret;
 
@@ -187,21 +187,21 @@ TEST(callback_stops)
 	for (int i = 0; i < 5; i++)
 		synth_event(&s, 0, SEC + i, 1, i, 1);	/* 2 events per chunk */
 	synth_flush_all(&s);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	pt_reader_set_chunk_cb(r, stop_cb, NULL);
-	while ((ret = pt_reader_next(r, &ev)) > 0)
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	pgtrace_reader_set_chunk_cb(r, stop_cb, NULL);
+	while ((ret = pgtrace_reader_next(r, &ev)) > 0)
 		n++;
 	EXPECT_EQ(-ECANCELED, ret);
 	EXPECT_EQ(2, n);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
 /* Snapshot chunks predate the trace; they neither count nor break seq/time. */
 TEST(snapshots_and_tasks)
 {
-	struct pt_reader *r;
-	struct pt_event evs[16];
+	struct pgtrace_reader *r;
+	struct pgtrace_event evs[16];
 	struct synth s;
 	int n;
 
@@ -220,32 +220,32 @@ TEST(snapshots_and_tasks)
 	EXPECT_EQ(1234, s.exp[3].task);
 	EXPECT_EQ(1, s.exp[3].seq);
 
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, PT_READER_TASKS));
-	n = pt_reader_next_batch(r, evs, 16);
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, PGTRACE_READER_TASKS));
+	n = pgtrace_reader_next_batch(r, evs, 16);
 	ASSERT_EQ(5, n) {
-		TH_LOG("%s", pt_reader_error(r));
+		TH_LOG("%s", pgtrace_reader_error(r));
 	}
-	EXPECT_EQ(PT_EV_TASK, evs[3].type);
+	EXPECT_EQ(PGTRACE_EV_TASK, evs[3].type);
 	EXPECT_EQ(1234, evs[3].task);
 	EXPECT_EQ(0, evs[3].npages);
 	EXPECT_EQ(s.exp[2].offset + 16 + 32 + 16, evs[3].offset);
-	EXPECT_EQ(PT_EV_FREE, evs[4].type);
-	EXPECT_EQ(0, pt_reader_next_batch(r, evs, 16));
-	EXPECT_EQ(1, pt_reader_counters(r)->snapshot_chunks);
-	EXPECT_EQ(3, pt_reader_counters(r)->chunks);
-	EXPECT_EQ(1, pt_reader_counters(r)->tasks);
-	pt_reader_close(r);
+	EXPECT_EQ(PGTRACE_EV_FREE, evs[4].type);
+	EXPECT_EQ(0, pgtrace_reader_next_batch(r, evs, 16));
+	EXPECT_EQ(1, pgtrace_reader_counters(r)->snapshot_chunks);
+	EXPECT_EQ(3, pgtrace_reader_counters(r)->chunks);
+	EXPECT_EQ(1, pgtrace_reader_counters(r)->tasks);
+	pgtrace_reader_close(r);
 
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
 	check_all(_metadata, &s, r, 16);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
 TEST(stats)
 {
-	struct pt_reader *r;
-	struct pt_stats st;
+	struct pgtrace_reader *r;
+	struct pgtrace_stats st;
 	struct synth s;
 
 	synth_init(&s, 3, 32 + 8 * 8, PAGETRACE_FLAG_OVERWRITE);
@@ -260,13 +260,13 @@ TEST(stats)
 	synth_event(&s, 2, SEC + 4 * SEC, PAGETRACE_EV_FREE, 1, 1);
 	synth_flush_all(&s);
 
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	ASSERT_EQ(0, pt_stats_collect(r, &st));
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	ASSERT_EQ(0, pgtrace_stats_collect(r, &st));
 	EXPECT_EQ(6, st.events);
-	EXPECT_EQ(3, st.by_type[PT_EV_ALLOC]);
-	EXPECT_EQ(2, st.by_type[PT_EV_FREE]);
-	EXPECT_EQ(1, st.by_type[PT_EV_RECLAIM]);
-	EXPECT_EQ(1 + 8 + 4096, st.pages_by_type[PT_EV_ALLOC]);
+	EXPECT_EQ(3, st.by_type[PGTRACE_EV_ALLOC]);
+	EXPECT_EQ(2, st.by_type[PGTRACE_EV_FREE]);
+	EXPECT_EQ(1, st.by_type[PGTRACE_EV_RECLAIM]);
+	EXPECT_EQ(1 + 8 + 4096, st.pages_by_type[PGTRACE_EV_ALLOC]);
 	EXPECT_EQ(2, st.by_order[0]);
 	EXPECT_EQ(2, st.by_order[3]);
 	EXPECT_EQ(1, st.by_order[12]);
@@ -281,31 +281,31 @@ TEST(stats)
 	EXPECT_EQ(11, st.cpus[2].lost);
 	EXPECT_EQ(SEC + 0, st.first_ns);	/* 100 ns is lost to 128 ns steps */
 	EXPECT_EQ(SEC + 4 * SEC, st.last_ns);
-	pt_stats_free(&st);
-	pt_reader_close(r);
+	pgtrace_stats_free(&st);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
-/* Read @r with pt_reader_next_run(): same events, each run within one chunk. */
+/* Read @r with pgtrace_reader_next_run(): same events, each run within one chunk. */
 static void check_runs(struct __test_metadata *_metadata, struct synth *s,
-		       struct pt_reader *r, unsigned int max)
+		       struct pgtrace_reader *r, unsigned int max)
 {
-	struct pt_cevent evs[300];
-	const struct pt_chunk *c;
+	struct pgtrace_compact_event evs[300];
+	const struct pgtrace_chunk *c;
 	size_t k = 0, runs = 0;
 	int ret;
 
-	while ((ret = pt_reader_next_run(r, evs, max, &c)) > 0) {
+	while ((ret = pgtrace_reader_next_run(r, evs, max, &c)) > 0) {
 		ASSERT_LE(ret, max);
 		runs++;
 		for (int i = 0; i < ret; i++, k++) {
-			const struct pt_event *e = &s->exp[k];
+			const struct pgtrace_event *e = &s->exp[k];
 
 			ASSERT_LT(k, s->nexp);
 			ASSERT_EQ(e->time_ns, evs[i].time_ns);
 			ASSERT_EQ(e->pfn, evs[i].pfn);
-			ASSERT_EQ(e->npages, pt_cevent_npages(&evs[i]));
-			ASSERT_EQ(e->type, pt_cevent_type(&evs[i]));
+			ASSERT_EQ(e->npages, pgtrace_compact_event_npages(&evs[i]));
+			ASSERT_EQ(e->type, pgtrace_compact_event_type(&evs[i]));
 			/* The run's chunk is the event's. */
 			ASSERT_EQ(e->cpu, c->cpu);
 			ASSERT_EQ(e->seq, c->seq);
@@ -316,11 +316,11 @@ static void check_runs(struct __test_metadata *_metadata, struct synth *s,
 			ASSERT_TRUE(s->exp[k].seq != c->seq || s->exp[k].cpu != c->cpu);
 	}
 	ASSERT_EQ(0, ret) {
-		TH_LOG("%s", pt_reader_error(r));
+		TH_LOG("%s", pgtrace_reader_error(r));
 	}
 	ASSERT_EQ(s->nexp, k);
-	ASSERT_GE(runs, pt_reader_counters(r)->chunks - 1);
-	ASSERT_EQ(s->nexp, pt_reader_counters(r)->events);
+	ASSERT_GE(runs, pgtrace_reader_counters(r)->chunks - 1);
+	ASSERT_EQ(s->nexp, pgtrace_reader_counters(r)->events);
 }
 
 TEST(runs)
@@ -330,43 +330,43 @@ TEST(runs)
 
 	random_stream(&s, 4, 32 + 8 * 64, PAGETRACE_FLAG_TASKS, 20000, 3);
 	for (unsigned int i = 0; i < ARRAY_SIZE(maxes); i++) {
-		struct pt_reader *r;
+		struct pgtrace_reader *r;
 
-		ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, PT_READER_TASKS));
+		ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, PGTRACE_READER_TASKS));
 		check_runs(_metadata, &s, r, maxes[i]);
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 	}
 	/* Through a pipe and a small buffer. */
 	{
-		struct pt_reader_params p = { .buf_size = 72 };
-		struct pt_reader *r;
+		struct pgtrace_reader_params p = { .buf_size = 72 };
+		struct pgtrace_reader *r;
 		int fd, status;
 		pid_t pid = feed(&fd, s.buf, s.len, 13);
 
 		ASSERT_GT(pid, 0);
-		ASSERT_EQ(0, pt_reader_open_fd_params(&r, fd, &p));
+		ASSERT_EQ(0, pgtrace_reader_open_fd_params(&r, fd, &p));
 		check_runs(_metadata, &s, r, 256);
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 		close(fd);
 		ASSERT_EQ(pid, waitpid(pid, &status, 0));
 		ASSERT_EQ(0, status);
 	}
 	/* Cut short: the events before the cut, then the error. */
 	{
-		struct pt_cevent evs[256];
-		const struct pt_chunk *c;
-		struct pt_reader *r;
+		struct pgtrace_compact_event evs[256];
+		const struct pgtrace_chunk *c;
+		struct pgtrace_reader *r;
 		size_t n = 0;
 		int ret;
 
-		ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len - 12, 0));
-		while ((ret = pt_reader_next_run(r, evs, 256, &c)) > 0)
+		ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len - 12, 0));
+		while ((ret = pgtrace_reader_next_run(r, evs, 256, &c)) > 0)
 			n += ret;
 		EXPECT_EQ(-EBADMSG, ret);
-		EXPECT_EQ(-EBADMSG, pt_reader_next_run(r, evs, 256, &c));
+		EXPECT_EQ(-EBADMSG, pgtrace_reader_next_run(r, evs, 256, &c));
 		EXPECT_LT(n, s.nexp);
 		EXPECT_GT(n, s.nexp - 100);
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 	}
 	synth_free(&s);
 }
@@ -381,27 +381,27 @@ TEST(go_runs)
 		(0x6000002ULL << 13) | 4 << 3 | 3,
 	};
 	unsigned char buf[sizeof(w)];
-	struct pt_cevent evs[8];
-	const struct pt_chunk *c;
-	struct pt_reader *r;
+	struct pgtrace_compact_event evs[8];
+	const struct pgtrace_chunk *c;
+	struct pgtrace_reader *r;
 
 	for (size_t i = 0; i < ARRAY_SIZE(w); i++) {
 		uint64_t le = htole64(w[i]);
 
 		memcpy(buf + 8 * i, &le, 8);
 	}
-	ASSERT_EQ(0, pt_reader_open_mem(&r, buf, sizeof(buf), PT_READER_GO));
-	ASSERT_EQ(2, pt_reader_next_run(r, evs, 8, &c));
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, buf, sizeof(buf), PGTRACE_READER_GO));
+	ASSERT_EQ(2, pgtrace_reader_next_run(r, evs, 8, &c));
 	EXPECT_EQ(2, c->cpu);
 	EXPECT_EQ(0x6000000, evs[0].pfn);
-	EXPECT_EQ(3, pt_cevent_npages(&evs[0]));
-	EXPECT_EQ(PT_EV_FREE, pt_cevent_type(&evs[1]));
-	ASSERT_EQ(1, pt_reader_next_run(r, evs, 8, &c));
-	EXPECT_EQ(PT_CPU_NONE, c->cpu);
+	EXPECT_EQ(3, pgtrace_compact_event_npages(&evs[0]));
+	EXPECT_EQ(PGTRACE_EV_FREE, pgtrace_compact_event_type(&evs[1]));
+	ASSERT_EQ(1, pgtrace_reader_next_run(r, evs, 8, &c));
+	EXPECT_EQ(PGTRACE_CPU_NONE, c->cpu);
 	EXPECT_EQ(1ULL << 31, evs[0].time_ns);
-	EXPECT_EQ(4, pt_cevent_npages(&evs[0]));
-	EXPECT_EQ(0, pt_reader_next_run(r, evs, 8, &c));
-	pt_reader_close(r);
+	EXPECT_EQ(4, pgtrace_compact_event_npages(&evs[0]));
+	EXPECT_EQ(0, pgtrace_reader_next_run(r, evs, 8, &c));
+	pgtrace_reader_close(r);
 }
 
 TEST_HARNESS_MAIN

@@ -24,15 +24,15 @@ static const char kallsyms[] =
 	"ffffffffc0000000 t mod_first\t[mymod]\n"
 	"not a line\n";
 
-static struct pt_kallsyms *load(const char *text, int *err)
+static struct pgtrace_kallsyms *load(const char *text, int *err)
 {
-	struct pt_kallsyms *k;
+	struct pgtrace_kallsyms *k;
 	FILE *f = tmpfile();
 
 	fputs(text, f);
 	fflush(f);
 	lseek(fileno(f), 0, SEEK_SET);
-	*err = pt_kallsyms_open(&k, fileno(f));
+	*err = pgtrace_kallsyms_open(&k, fileno(f));
 	fclose(f);
 	return k;
 }
@@ -41,28 +41,28 @@ TEST(kallsyms_lookup)
 {
 	struct pagetrace_rec_stacks st = { .anchor_addr = SYNTH_ANCHOR_ADDR,
 					   .anchor_name = SYNTH_ANCHOR_NAME };
-	struct pt_kallsyms *k;
+	struct pgtrace_kallsyms *k;
 	uint64_t off = 7;
 	int err;
 
 	k = load(kallsyms, &err);
 	ASSERT_EQ(0, err);
-	EXPECT_STREQ("_stext", pt_kallsyms_lookup(k, 0xffffffff81000010ULL, &off));
+	EXPECT_STREQ("_stext", pgtrace_kallsyms_lookup(k, 0xffffffff81000010ULL, &off));
 	EXPECT_EQ(0x10, off);
-	EXPECT_STREQ("helper", pt_kallsyms_lookup(k, 0xffffffff81002abcULL, &off));
+	EXPECT_STREQ("helper", pgtrace_kallsyms_lookup(k, 0xffffffff81002abcULL, &off));
 	EXPECT_EQ(0x1abc, off);
-	EXPECT_STREQ("__alloc_pages", pt_kallsyms_lookup(k, 0xffffffff81003000ULL, &off));
+	EXPECT_STREQ("__alloc_pages", pgtrace_kallsyms_lookup(k, 0xffffffff81003000ULL, &off));
 	EXPECT_EQ(0, off);
-	EXPECT_STREQ("weak_fn", pt_kallsyms_lookup(k, 0xffffffff81004001ULL, NULL));
-	EXPECT_STREQ("mod_first [mymod]", pt_kallsyms_lookup(k, 0xffffffffc0000040ULL, NULL));
-	EXPECT_STREQ("mod_fn [mymod]", pt_kallsyms_lookup(k, 0xffffffffc0001040ULL, NULL));
-	EXPECT_EQ(NULL, pt_kallsyms_lookup(k, 0xffffffff80000000ULL, NULL));
-	EXPECT_EQ(0, pt_kallsyms_check(k, &st));
+	EXPECT_STREQ("weak_fn", pgtrace_kallsyms_lookup(k, 0xffffffff81004001ULL, NULL));
+	EXPECT_STREQ("mod_first [mymod]", pgtrace_kallsyms_lookup(k, 0xffffffffc0000040ULL, NULL));
+	EXPECT_STREQ("mod_fn [mymod]", pgtrace_kallsyms_lookup(k, 0xffffffffc0001040ULL, NULL));
+	EXPECT_EQ(NULL, pgtrace_kallsyms_lookup(k, 0xffffffff80000000ULL, NULL));
+	EXPECT_EQ(0, pgtrace_kallsyms_check(k, &st));
 	st.anchor_addr += 0x200000;
-	EXPECT_EQ(-ESTALE, pt_kallsyms_check(k, &st));
+	EXPECT_EQ(-ESTALE, pgtrace_kallsyms_check(k, &st));
 	memcpy(st.anchor_name, "no_such_fn", 11);
-	EXPECT_EQ(-ENOENT, pt_kallsyms_check(k, &st));
-	pt_kallsyms_close(k);
+	EXPECT_EQ(-ENOENT, pgtrace_kallsyms_check(k, &st));
+	pgtrace_kallsyms_close(k);
 
 	/* Read without the right to see addresses: all zero. */
 	k = load("0000000000000000 T _stext\n0000000000000000 t helper\n", &err);
@@ -98,43 +98,43 @@ static void sym_trace(struct synth *s, bool middle)
 TEST(symbol_chunks)
 {
 	for (int middle = 0; middle < 2; middle++) {
-		struct pt_event *evs;
-		struct pt_reader *r;
+		struct pgtrace_event *evs;
+		struct pgtrace_reader *r;
 		struct synth s;
 		uint64_t off;
 		char why[256];
 		size_t n;
 
 		sym_trace(&s, middle);
-		ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-		ASSERT_EQ(0, synth_read_all(r, 4, &evs, &n)) TH_LOG("%s", pt_reader_error(r));
+		ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+		ASSERT_EQ(0, synth_read_all(r, 4, &evs, &n)) TH_LOG("%s", pgtrace_reader_error(r));
 		EXPECT_EQ(-1, synth_compare(&s, evs, n, true, why, sizeof(why))) TH_LOG("%s", why);
-		EXPECT_STREQ("__alloc_pages", pt_reader_symbol(r, 0xffffffff81003010ULL, &off));
+		EXPECT_STREQ("__alloc_pages", pgtrace_reader_symbol(r, 0xffffffff81003010ULL, &off));
 		EXPECT_EQ(0x10, off);
-		EXPECT_STREQ("mod_fn [mymod]", pt_reader_symbol(r, 0xffffffffc0001008ULL, &off));
+		EXPECT_STREQ("mod_fn [mymod]", pgtrace_reader_symbol(r, 0xffffffffc0001008ULL, &off));
 		EXPECT_EQ(8, off);
-		EXPECT_EQ(NULL, pt_reader_symbol(r, 0xffffffff81003011ULL, &off));
-		EXPECT_EQ(3, pt_reader_counters(r)->chunks);
-		EXPECT_EQ(middle ? 2 : 1, pt_reader_counters(r)->symbol_chunks);
-		EXPECT_EQ(2, pt_reader_counters(r)->symbols);
-		EXPECT_EQ(s.len, pt_reader_counters(r)->bytes);
+		EXPECT_EQ(NULL, pgtrace_reader_symbol(r, 0xffffffff81003011ULL, &off));
+		EXPECT_EQ(3, pgtrace_reader_counters(r)->chunks);
+		EXPECT_EQ(middle ? 2 : 1, pgtrace_reader_counters(r)->symbol_chunks);
+		EXPECT_EQ(2, pgtrace_reader_counters(r)->symbols);
+		EXPECT_EQ(s.len, pgtrace_reader_counters(r)->bytes);
 		free(evs);
-		pt_reader_close(r);
+		pgtrace_reader_close(r);
 		synth_free(&s);
 	}
 }
 
 static int drain(const struct synth *s, char *msg, size_t len)
 {
-	struct pt_reader *r;
-	struct pt_event ev;
-	int ret = pt_reader_open_mem(&r, s->buf, s->len, 0);
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
+	int ret = pgtrace_reader_open_mem(&r, s->buf, s->len, 0);
 
 	if (!ret)
-		while ((ret = pt_reader_next(r, &ev)) > 0)
+		while ((ret = pgtrace_reader_next(r, &ev)) > 0)
 			;
-	snprintf(msg, len, "%s", r ? pt_reader_error(r) : "");
-	pt_reader_close(r);
+	snprintf(msg, len, "%s", r ? pgtrace_reader_error(r) : "");
+	pgtrace_reader_close(r);
 	return ret;
 }
 
@@ -193,14 +193,14 @@ TEST(bad_symbol_chunks)
 	}
 }
 
-/* pt_symbol_chunks() from kallsyms, read back by the reader. */
+/* pgtrace_symbol_chunks() from kallsyms, read back by the reader. */
 TEST(build_chunks)
 {
 	const uint64_t addrs[] = { 0xffffffffc0001008ULL, 0xffffffff81003010ULL,
 				   0xffffffff81003010ULL, 0x1000 };
-	struct pt_kallsyms *k;
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_kallsyms *k;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	struct synth s;
 	uint64_t off;
 	size_t len;
@@ -209,31 +209,31 @@ TEST(build_chunks)
 
 	k = load(kallsyms, &err);
 	ASSERT_EQ(0, err);
-	ASSERT_EQ(2, pt_symbol_chunks(k, addrs, ARRAY_SIZE(addrs), &buf, &len));
+	ASSERT_EQ(2, pgtrace_symbol_chunks(k, addrs, ARRAY_SIZE(addrs), &buf, &len));
 	EXPECT_EQ(32 + 8 * (2 + 2 + 2 + 2), len);
 	synth_init(&s, 1, 1024, PAGETRACE_FLAG_STACKS);
 	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 1, 1);
 	synth_flush_all(&s);
 	synth_put(&s, buf, len);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	EXPECT_EQ(1, pt_reader_next(r, &ev));
-	EXPECT_EQ(0, pt_reader_next(r, &ev)) TH_LOG("%s", pt_reader_error(r));
-	EXPECT_STREQ("__alloc_pages", pt_reader_symbol(r, 0xffffffff81003010ULL, &off));
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	EXPECT_EQ(1, pgtrace_reader_next(r, &ev));
+	EXPECT_EQ(0, pgtrace_reader_next(r, &ev)) TH_LOG("%s", pgtrace_reader_error(r));
+	EXPECT_STREQ("__alloc_pages", pgtrace_reader_symbol(r, 0xffffffff81003010ULL, &off));
 	EXPECT_EQ(0x10, off);
-	EXPECT_STREQ("mod_fn [mymod]", pt_reader_symbol(r, 0xffffffffc0001008ULL, &off));
+	EXPECT_STREQ("mod_fn [mymod]", pgtrace_reader_symbol(r, 0xffffffffc0001008ULL, &off));
 	EXPECT_EQ(8, off);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	synth_free(&s);
 	free(buf);
-	pt_kallsyms_close(k);
+	pgtrace_kallsyms_close(k);
 }
 
 TEST(cli_symbolize)
 {
 	static const uint64_t fr[] = { 0xffffffff81003010ULL, 0xffffffffc0001008ULL };
 	char dir[] = "/tmp/pt-symXXXXXX", cmd[1024], out[4096], trace[64], ks[64], bad[64];
-	struct pt_reader *r;
-	struct pt_event ev;
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
 	struct synth s;
 	int fd;
 
@@ -263,13 +263,13 @@ TEST(cli_symbolize)
 	EXPECT_NE(NULL, strstr(out, "has symbols already")) TH_LOG("%s", out);
 
 	fd = open(trace, O_RDONLY);
-	ASSERT_EQ(0, pt_reader_open_fd(&r, fd, 0));
-	EXPECT_EQ(1, pt_reader_next(r, &ev));
+	ASSERT_EQ(0, pgtrace_reader_open_fd(&r, fd, 0));
+	EXPECT_EQ(1, pgtrace_reader_next(r, &ev));
 	EXPECT_EQ(5, ev.stack);
-	EXPECT_EQ(0, pt_reader_next(r, &ev)) TH_LOG("%s", pt_reader_error(r));
-	EXPECT_STREQ("__alloc_pages", pt_reader_symbol(r, fr[0], NULL));
-	EXPECT_STREQ("mod_fn [mymod]", pt_reader_symbol(r, fr[1], NULL));
-	pt_reader_close(r);
+	EXPECT_EQ(0, pgtrace_reader_next(r, &ev)) TH_LOG("%s", pgtrace_reader_error(r));
+	EXPECT_STREQ("__alloc_pages", pgtrace_reader_symbol(r, fr[0], NULL));
+	EXPECT_STREQ("mod_fn [mymod]", pgtrace_reader_symbol(r, fr[1], NULL));
+	pgtrace_reader_close(r);
 	close(fd);
 
 	/* dump -S shows the frames with their names. */

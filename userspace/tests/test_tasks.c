@@ -37,38 +37,38 @@ static void task_trace(struct synth *s)
 TEST(names_and_tasks)
 {
 	static const int64_t tasks[] = { 100, 100, 0, 200, 100, 100 };
-	struct pt_event evs[16];
-	struct pt_reader *r;
+	struct pgtrace_event evs[16];
+	struct pgtrace_reader *r;
 	struct synth s;
 	int i, n;
 
 	task_trace(&s);
 	ASSERT_EQ(6, s.nexp);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	n = pt_reader_next_batch(r, evs, 16);
-	ASSERT_EQ(6, n) TH_LOG("%s", pt_reader_error(r));
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	n = pgtrace_reader_next_batch(r, evs, 16);
+	ASSERT_EQ(6, n) TH_LOG("%s", pgtrace_reader_error(r));
 	for (i = 0; i < n; i++) {
 		EXPECT_EQ(tasks[i], evs[i].task);
 		EXPECT_EQ(s.exp[i].pfn, evs[i].pfn);
 	}
-	EXPECT_EQ(0, pt_reader_next_batch(r, evs, 16));
-	EXPECT_EQ(4, pt_reader_counters(r)->tasks);
-	EXPECT_STREQ("alpha2-012345678", pt_reader_task_name(r, 100));
-	EXPECT_STREQ("beta", pt_reader_task_name(r, 200));
-	EXPECT_EQ(NULL, pt_reader_task_name(r, 0));
-	EXPECT_EQ(NULL, pt_reader_task_name(r, 300));
-	EXPECT_EQ(NULL, pt_reader_task_name(r, -1));
-	EXPECT_EQ(0, pt_reader_names_dropped(r));
-	pt_reader_close(r);
+	EXPECT_EQ(0, pgtrace_reader_next_batch(r, evs, 16));
+	EXPECT_EQ(4, pgtrace_reader_counters(r)->tasks);
+	EXPECT_STREQ("alpha2-012345678", pgtrace_reader_task_name(r, 100));
+	EXPECT_STREQ("beta", pgtrace_reader_task_name(r, 200));
+	EXPECT_EQ(NULL, pgtrace_reader_task_name(r, 0));
+	EXPECT_EQ(NULL, pgtrace_reader_task_name(r, 300));
+	EXPECT_EQ(NULL, pgtrace_reader_task_name(r, -1));
+	EXPECT_EQ(0, pgtrace_reader_names_dropped(r));
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
 /* A 64-byte reader buffer: names straddle every refill. */
 TEST(names_small_buffer)
 {
-	struct pt_reader_params p = { .buf_size = PT_READER_MIN_BUF };
-	struct pt_event ev;
-	struct pt_reader *r;
+	struct pgtrace_reader_params p = { .buf_size = PGTRACE_READER_MIN_BUF };
+	struct pgtrace_event ev;
+	struct pgtrace_reader *r;
 	struct synth s;
 	char name[16];
 	int fd, i, n = 0, ret;
@@ -84,16 +84,16 @@ TEST(names_small_buffer)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ((ssize_t)s.len, write(fd, s.buf, s.len));
 	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
-	ASSERT_EQ(0, pt_reader_open_fd_params(&r, fd, &p));
-	while ((ret = pt_reader_next(r, &ev)) == 1) {
+	ASSERT_EQ(0, pgtrace_reader_open_fd_params(&r, fd, &p));
+	while ((ret = pgtrace_reader_next(r, &ev)) == 1) {
 		n++;
 		EXPECT_EQ((int64_t)ev.pfn, ev.task);
 		snprintf(name, sizeof(name), "t%d", (int)ev.task);
-		EXPECT_STREQ(name, pt_reader_task_name(r, ev.task));
+		EXPECT_STREQ(name, pgtrace_reader_task_name(r, ev.task));
 	}
-	EXPECT_EQ(0, ret) TH_LOG("%s", pt_reader_error(r));
+	EXPECT_EQ(0, ret) TH_LOG("%s", pgtrace_reader_error(r));
 	EXPECT_EQ(50, n);
-	pt_reader_close(r);
+	pgtrace_reader_close(r);
 	close(fd);
 	synth_free(&s);
 }
@@ -102,8 +102,8 @@ TEST(names_small_buffer)
 TEST(name_lengths)
 {
 	static const char full[] = "0123456789abcdef";
-	struct pt_event ev;
-	struct pt_reader *r;
+	struct pgtrace_event ev;
+	struct pgtrace_reader *r;
 	struct synth s;
 	char name[17];
 	unsigned int len, i;
@@ -121,15 +121,15 @@ TEST(name_lengths)
 		synth_event(&s, 0, SEC + len, PAGETRACE_EV_ALLOC, len, 1);
 	}
 	synth_flush_all(&s);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
 	for (len = 0; len <= 16; len++) {
-		ASSERT_EQ(1, pt_reader_next(r, &ev)) TH_LOG("%s", pt_reader_error(r));
+		ASSERT_EQ(1, pgtrace_reader_next(r, &ev)) TH_LOG("%s", pgtrace_reader_error(r));
 		EXPECT_EQ(1000 + len, ev.task);
 		snprintf(name, sizeof(name), "%.*s", (int)len, full);
-		EXPECT_STREQ(name, pt_reader_task_name(r, ev.task));
+		EXPECT_STREQ(name, pgtrace_reader_task_name(r, ev.task));
 	}
-	EXPECT_EQ(0, pt_reader_next(r, &ev));
-	pt_reader_close(r);
+	EXPECT_EQ(0, pgtrace_reader_next(r, &ev));
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
@@ -138,18 +138,18 @@ static void expect_bad_chunk(struct __test_metadata *_metadata, const uint64_t *
 			     unsigned int n, const char *what)
 {
 	uint64_t w[8] = { pagetrace_pid_word(0), pagetrace_sync_word(SEC) };
-	struct pt_event ev;
-	struct pt_reader *r;
+	struct pgtrace_event ev;
+	struct pgtrace_reader *r;
 	struct synth s;
 
 	memcpy(w + 2, words, n * sizeof(*w));
 	synth_init(&s, 1, 4096, PAGETRACE_FLAG_TASKS);
 	synth_put_chunk(&s, 0, 0, 0, 0, w, n + 2);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	EXPECT_EQ(-EBADMSG, pt_reader_next(r, &ev));
-	EXPECT_TRUE(strstr(pt_reader_error(r), what) != NULL)
-		TH_LOG("%s", pt_reader_error(r));
-	pt_reader_close(r);
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	EXPECT_EQ(-EBADMSG, pgtrace_reader_next(r, &ev));
+	EXPECT_TRUE(strstr(pgtrace_reader_error(r), what) != NULL)
+		TH_LOG("%s", pgtrace_reader_error(r));
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
@@ -192,25 +192,25 @@ TEST(bad_names)
 TEST(names_bounded)
 {
 	unsigned int i, extra = 10;
-	struct pt_event ev;
-	struct pt_reader *r;
+	struct pgtrace_event ev;
+	struct pgtrace_reader *r;
 	struct synth s;
 
 	synth_init(&s, 1, 1 << 16, PAGETRACE_FLAG_TASKS);
-	for (i = 1; i <= PT_READER_MAX_NAMES + extra; i++)
+	for (i = 1; i <= PGTRACE_READER_MAX_NAMES + extra; i++)
 		synth_name(&s, 0, i, "n");
 	/* Known ones are still renamed when the table is full. */
 	synth_name(&s, 0, 1, "renamed");
 	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 1, 1);
 	synth_flush_all(&s);
-	ASSERT_EQ(0, pt_reader_open_mem(&r, s.buf, s.len, 0));
-	ASSERT_EQ(1, pt_reader_next(r, &ev));
-	ASSERT_EQ(0, pt_reader_next(r, &ev));
-	EXPECT_EQ(extra, pt_reader_names_dropped(r));
-	EXPECT_STREQ("renamed", pt_reader_task_name(r, 1));
-	EXPECT_STREQ("n", pt_reader_task_name(r, PT_READER_MAX_NAMES));
-	EXPECT_EQ(NULL, pt_reader_task_name(r, PT_READER_MAX_NAMES + 1));
-	pt_reader_close(r);
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	ASSERT_EQ(1, pgtrace_reader_next(r, &ev));
+	ASSERT_EQ(0, pgtrace_reader_next(r, &ev));
+	EXPECT_EQ(extra, pgtrace_reader_names_dropped(r));
+	EXPECT_STREQ("renamed", pgtrace_reader_task_name(r, 1));
+	EXPECT_STREQ("n", pgtrace_reader_task_name(r, PGTRACE_READER_MAX_NAMES));
+	EXPECT_EQ(NULL, pgtrace_reader_task_name(r, PGTRACE_READER_MAX_NAMES + 1));
+	pgtrace_reader_close(r);
 	synth_free(&s);
 }
 
