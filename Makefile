@@ -25,6 +25,10 @@
 #                   attempted even if one fails
 # make static       the static pagetrace CLI, in build/static/userspace/
 # make selftests    the static selftests/*_test binaries
+# make selftests-export DEST=DIR  the selftests as a self-contained kernel-tree
+#                   tools/testing/selftests/pagetrace (selftests/Makefile)
+# make kselftest-install  them built by linux-source's own selftests make,
+#                   as kernel CI does, into build/ksft/install
 #
 # Installing (scripts/check-packaging.sh tests these):
 # make install      pagetrace.ko for KVER to /lib/modules/KVER/extra (then
@@ -205,6 +209,38 @@ static:
 selftests: ksrc
 	$(MAKE) -C selftests all KSELFTEST_DIR=$(KSELFTEST_DIR)
 
+# The selftests as a kernel tree's tools/testing/selftests/pagetrace, built
+# there by the kernel's own `make -C tools/testing/selftests
+# TARGETS=pagetrace` (selftests/Makefile says how): the tests, their
+# helpers, config and settings, with the library and the uapi header
+# copied beside them, so that the directory needs nothing outside it.
+SELFTESTS_EXPORT := Makefile config settings README pt_selftest.c pt_selftest.h \
+		    $(notdir $(wildcard selftests/*_test.c))
+# Kernel CI's build of them (scripts/check.sh runs the result): a
+# linux-source tree with just what `make -C tools/testing/selftests` needs,
+# the export in it, and the kernel's own make installing it into
+# build/ksft/install (run_kselftest.sh, kselftest-list.txt, pagetrace/).
+KSFT		:= $(CURDIR)/build/ksft
+KSFT_TREE_FILES	:= tools/testing/selftests/Makefile tools/testing/selftests/lib.mk \
+		   tools/testing/selftests/run_kselftest.sh tools/testing/selftests/kselftest \
+		   tools/testing/selftests/kselftest.h tools/testing/selftests/kselftest_harness.h \
+		   scripts/subarch.include
+kselftest-install: $(KSRC_TAR)
+	rm -rf $(KSFT)
+	mkdir -p $(KSFT)
+	tar -xJf $(KSRC_TAR) -C $(KSFT) $(addprefix linux-source-6.1/,$(KSFT_TREE_FILES))
+	$(MAKE) selftests-export DEST=$(KSFT)/linux-source-6.1/tools/testing/selftests/pagetrace
+	$(MAKE) -C $(KSFT)/linux-source-6.1/tools/testing/selftests TARGETS=pagetrace \
+		install KSFT_INSTALL_PATH=$(KSFT)/install
+
+selftests-export:
+	@test -n "$(DEST)" || { echo "usage: make selftests-export DEST=<linux>/tools/testing/selftests/pagetrace" >&2; exit 1; }
+	rm -rf $(DEST)
+	mkdir -p $(DEST)/libpagetrace $(DEST)/include/linux
+	cp $(addprefix selftests/,$(SELFTESTS_EXPORT)) $(DEST)/
+	cp userspace/lib/*.c userspace/lib/*.h $(DEST)/libpagetrace/
+	cp uapi/linux/pagetrace.h $(DEST)/include/linux/
+
 # ------------------------------------------------------------- packaging
 
 install: install-module install-tools
@@ -308,7 +344,7 @@ clean:
 	rm -rf build/ksrc build/lint build/static build/check
 	rm -rf $(filter-out $(CURDIR)/build/vm,$(wildcard $(CURDIR)/build/*))
 
-.PHONY: all module userspace test check check-matrix check-debug stress bench lint ksrc kbuild static selftests clean \
+.PHONY: all module userspace test check check-matrix check-debug stress bench lint ksrc kbuild static selftests selftests-export kselftest-install clean \
 	install install-module install-tools uninstall uninstall-module \
 	uninstall-tools install-dkms-src dkms-install dkms-remove dkms-build \
 	deb check-deb

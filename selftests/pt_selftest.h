@@ -91,10 +91,13 @@ uint64_t pt_st_mono_ns(void);
 uint64_t pt_st_mono_to_trace(const struct pagetrace_header *h, uint64_t mono);
 
 /*
- * Loading and unloading pagetrace.ko ($PAGETRACE_KO, default
- * ./pagetrace.ko): 0 or -errno.  pt_st_mod_reload() unloads it if loaded,
+ * Loading and unloading pagetrace.ko ($PAGETRACE_KO, else ./pagetrace.ko
+ * if present, else modprobe pagetrace): 0 or -errno; @params is the
+ * module's parameters, "name=value" separated by spaces, or NULL.  pt_st_mod_reload() unloads it if loaded,
  * loads it with @params and waits for /dev/pagetrace.
  */
+/* $PAGETRACE_KO, else ./pagetrace.ko if there is one, else NULL (modprobe). */
+const char *pt_st_ko_path(void);
 int pt_st_mod_load(const char *params);
 int pt_st_mod_unload(void);
 int pt_st_mod_reload(const char *params);
