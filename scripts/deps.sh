@@ -86,6 +86,8 @@ install dkms dh-dkms debhelper lintian groff debootstrap
 # libipt's <intel-pt.h>, whose pt_ names the library's must not collide
 # with (the namespace check of scripts/check-packaging.sh).
 install libipt-dev
+# rsync: the kselftest lib.mk's install (make kselftest-install).
+install rsync
 # The contenders of `make bench` (scripts/bench.sh), besides trace-cmd.
 install linux-perf bpftrace
 
