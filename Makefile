@@ -6,19 +6,19 @@
 #                   libpagetrace and CLI unit tests, the documentation's
 #                   examples, checkpatch and kernel-doc, the packaging checks
 #                   without the .deb (needs what scripts/deps.sh installs)
-# make check        every test: scripts/check.sh (root; installs what it needs),
+# make check        every test: scripts/test/check.sh (root; installs what it needs),
 #                   make test's included, and the debug kernel's run below
 # make check-debug  only the selftests on a 6.1 debug kernel (KASAN, lockdep,
 #                   PROVE_RCU, DEBUG_ATOMIC_SLEEP, DEBUG_LIST) built once by
-#                   scripts/debug-kernel.sh into PT_DEBUG_KERNEL_CACHE
+#                   scripts/vm/debug-kernel.sh into PT_DEBUG_KERNEL_CACHE
 # make stress       make check with the long stress tests: 60 s storms,
 #                   10000 open/close cycles, 100 reloads (hours under TCG)
 # make bench        overhead against ftrace, perf and bpftrace in a VM:
-#                   scripts/bench.sh (root; BENCH_KERNELS, default 6.1)
+#                   scripts/bench/bench.sh (root; BENCH_KERNELS, default 6.1)
 # make lint         checkpatch --strict, kernel-doc and sparse, for KVER
 # make clean
 #
-# Used by scripts/check.sh (and handy by hand):
+# Used by scripts/test/check.sh (and handy by hand):
 # make ksrc         extract kselftest_harness.h, checkpatch.pl and kernel-doc into build/ksrc
 # make kbuild       pagetrace.ko, pagetrace_gt.ko and pt_bench.ko (BENCH=0:
 #                   not that one) for KVER, in build/KVER/; all three are
@@ -30,7 +30,7 @@
 # make kselftest-install  them built by linux-source's own selftests make,
 #                   as kernel CI does, into build/ksft/install
 #
-# Installing (scripts/check-packaging.sh tests these):
+# Installing (scripts/test/check-packaging.sh tests these):
 # make install      pagetrace.ko for KVER to /lib/modules/KVER/extra (then
 #                   depmod), the udev rule, and under PREFIX (/usr/local) the
 #                   CLI, libpagetrace.a, the headers, man pages and bash
@@ -49,7 +49,7 @@
 #
 # make check-matrix make check on every kernel flavour (MATRIX_KERNELS): the
 #                   host's and those of scripts/deps.sh's chroots (other
-#                   Debian suites, scripts/kernels.sh --list)
+#                   Debian suites, scripts/vm/kernels.sh --list)
 #
 # KVER defaults to the release of KDIR if that is given, else to the
 # installed Debian 6.1 kernel, else the running one.  A KVER whose headers are
@@ -68,7 +68,7 @@ KVER		:= $(KDIR_RELEASE)
 endif
 endif
 endif
-KVER		?= $(shell scripts/kernels.sh 6.1 2>/dev/null || uname -r)
+KVER		?= $(shell scripts/vm/kernels.sh 6.1 2>/dev/null || uname -r)
 KDIR		?= /lib/modules/$(KVER)/build
 KERNELS		?= 5.10 6.1 7.3 7.3-rt debug
 export KERNELS
@@ -79,12 +79,12 @@ BENCH_KERNELS	?= 6.1
 # (the one the kernel was built with; the headers' tools are built for that
 # suite's libc too), so when KDIR is not on the host but in one
 # of scripts/deps.sh's chroots, the kernel's make, dkms and sparse run in
-# that chroot: KRUN prefixes them.  scripts/chroot-run.sh mounts this
+# that chroot: KRUN prefixes them.  scripts/vm/chroot-run.sh mounts this
 # checkout at the same path there, so M= and KDIR need no translation.
 ifeq ($(origin KCHROOT),undefined)
-KCHROOT		:= $(if $(wildcard $(KDIR)/Makefile),,$(shell scripts/kernels.sh --chroot-of $(KVER) 2>/dev/null))
+KCHROOT		:= $(if $(wildcard $(KDIR)/Makefile),,$(shell scripts/vm/kernels.sh --chroot-of $(KVER) 2>/dev/null))
 endif
-KRUN		= $(if $(KCHROOT),$(CURDIR)/scripts/chroot-run.sh $(KCHROOT))
+KRUN		= $(if $(KCHROOT),$(CURDIR)/scripts/vm/chroot-run.sh $(KCHROOT))
 # BENCH=0: no pt_bench.ko (check.sh's choice for chroot kernels: `make
 # bench` runs on host kernels only, and pt_bench.c is not kept building on
 # others; on 5.10 it needs kthread_create_on_cpu, not exported there).
@@ -134,34 +134,34 @@ userspace:
 test: ksrc
 	@rc=0; $(MAKE) -s -C userspace check || rc=1; \
 	sh Documentation/pagetrace/check-example.sh || rc=1; \
-	scripts/lint.sh checkpatch || rc=1; \
-	scripts/lint.sh kernel-doc || rc=1; \
-	PKG_DEB=0 scripts/check-packaging.sh || rc=1; \
+	scripts/test/lint.sh checkpatch || rc=1; \
+	scripts/test/lint.sh kernel-doc || rc=1; \
+	PKG_DEB=0 scripts/test/check-packaging.sh || rc=1; \
 	exit $$rc
 
 check:
-	@scripts/check.sh
+	@scripts/test/check.sh
 
 check-matrix:
-	@KERNELS="$(MATRIX_KERNELS)" scripts/check.sh
+	@KERNELS="$(MATRIX_KERNELS)" scripts/test/check.sh
 
 check-debug:
-	@KERNELS=debug HOST_CHECKS=0 scripts/check.sh
+	@KERNELS=debug HOST_CHECKS=0 scripts/test/check.sh
 
 stress:
 	@PT_STRESS_SECONDS=$${PT_STRESS_SECONDS:-60} PT_STRESS_BUDGET=0 \
 	 PT_HOSTILE_ITERS=$${PT_HOSTILE_ITERS:-200000} \
 	 TEST_TIMEOUT=$${TEST_TIMEOUT:-14400} VM_TIMEOUT=$${VM_TIMEOUT:-21600} \
-	 scripts/check.sh
+	 scripts/test/check.sh
 
 bench:
-	@BENCH_KERNELS="$(BENCH_KERNELS)" scripts/bench.sh
+	@BENCH_KERNELS="$(BENCH_KERNELS)" scripts/bench/bench.sh
 
 lint: ksrc
-	@rc=0; scripts/lint.sh checkpatch || rc=1; \
-	scripts/lint.sh kernel-doc || rc=1; \
+	@rc=0; scripts/test/lint.sh checkpatch || rc=1; \
+	scripts/test/lint.sh kernel-doc || rc=1; \
 	$(MAKE) --no-print-directory kbuild >/dev/null || rc=1; \
-	$(KRUN) scripts/lint.sh sparse $(BDIR) $(KDIR) || rc=1; \
+	$(KRUN) scripts/test/lint.sh sparse $(BDIR) $(KDIR) || rc=1; \
 	exit $$rc
 
 ksrc: $(addprefix $(KSRC)/,$(KSRC_FILES))
@@ -216,7 +216,7 @@ selftests: ksrc
 # copied beside them, so that the directory needs nothing outside it.
 SELFTESTS_EXPORT := Makefile config settings README pt_selftest.c pt_selftest.h \
 		    $(notdir $(wildcard selftests/*_test.c))
-# Kernel CI's build of them (scripts/check.sh runs the result): a
+# Kernel CI's build of them (scripts/test/check.sh runs the result): a
 # linux-source tree with just what `make -C tools/testing/selftests` needs,
 # the export in it, and the kernel's own make installing it into
 # build/ksft/install (run_kselftest.sh, kselftest-list.txt, pagetrace/).
@@ -335,7 +335,7 @@ deb:
 	fi
 
 check-deb: deb
-	scripts/check-deb.sh $(CHROOT) $(DEB_MIRROR) $(DEB_DIR)
+	scripts/test/check-deb.sh $(CHROOT) $(DEB_MIRROR) $(DEB_DIR)
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -1,7 +1,7 @@
 #!/bin/sh
-# The guest half of `make bench` (scripts/bench.sh): run every workload under
+# The guest half of `make bench` (scripts/bench/bench.sh): run every workload under
 # every contender, RUNS rounds, in this one boot.  Writes one line per run
-# to $H/results.txt ("key=value ..."); scripts/bench-report.py makes the
+# to $H/results.txt ("key=value ..."); scripts/bench/bench-report.py makes the
 # tables.  Expects in $H: pagetrace.ko pt_bench.ko pagetrace pt_work and
 # bench.conf (RUNS, WORKLOADS, CONTENDERS and the workload sizes).
 H=/mnt/host

@@ -7,7 +7,7 @@
 #   6.12  the bookworm-backports kernel (adds the backports apt source)
 #   rt    the bookworm 6.1 PREEMPT_RT kernel
 #   cloud the bookworm 6.1 cloud kernel (no 9p: vm-run.sh shares a disk)
-#   debug what scripts/debug-kernel.sh needs to build a kernel from
+#   debug what scripts/vm/debug-kernel.sh needs to build a kernel from
 #         linux-source-6.1 (installed always) for `make check-debug`
 # Kernels of other suites, each in a chroot of its suite (see below):
 #   5.10, 5.10-rt         bullseye's linux-image-amd64, linux-image-rt-amd64
@@ -15,7 +15,7 @@
 #   7.3, 7.3-rt,          trixie-backports' linux-image-amd64, -rt-amd64,
 #   7.3-cloud             -cloud-amd64
 #   sid                   sid's linux-image-amd64
-#   oldest, newest, newest-rt: 5.10, 7.3, 7.3-rt (scripts/kernels.sh)
+#   oldest, newest, newest-rt: 5.10, 7.3, 7.3-rt (scripts/vm/kernels.sh)
 #
 # A kernel of another suite is only built with that suite's compiler, so it
 # is installed with its headers, build-essential, dkms and sparse in a chroot
@@ -23,7 +23,7 @@
 # /var/cache/pagetrace/chroots/bullseye, trixie with trixie-backports, sid),
 # debootstrap'd from DEB_MIRROR (default http://deb.debian.org/debian) the
 # first time, and reused after that; remove one to start it afresh.  The
-# Makefile builds there through scripts/chroot-run.sh; vm-run.sh boots the
+# Makefile builds there through scripts/vm/chroot-run.sh; vm-run.sh boots the
 # chroot's boot/vmlinuz-RELEASE with its lib/modules/RELEASE.
 set -euo pipefail
 
@@ -81,14 +81,14 @@ install "${BASE[@]}"
 add_backports
 install golang-1.22-go/bookworm-backports
 # Packaging: DKMS, dpkg-buildpackage and lintian, groff for the man page
-# checks (scripts/check-packaging.sh), debootstrap for `make check-deb`.
+# checks (scripts/test/check-packaging.sh), debootstrap for `make check-deb`.
 install dkms dh-dkms debhelper lintian groff debootstrap
 # libipt's <intel-pt.h>, whose pt_ names the library's must not collide
-# with (the namespace check of scripts/check-packaging.sh).
+# with (the namespace check of scripts/test/check-packaging.sh).
 install libipt-dev
 # rsync: the kselftest lib.mk's install (make kselftest-install).
 install rsync
-# The contenders of `make bench` (scripts/bench.sh), besides trace-cmd.
+# The contenders of `make bench` (scripts/bench/bench.sh), besides trace-cmd.
 install linux-perf bpftrace
 
 # ------------------------------------------------ chroots of other suites
@@ -101,7 +101,7 @@ MIRROR=${DEB_MIRROR:-http://deb.debian.org/debian}
 # which compresses the module as the kernel's own are.
 CHROOT_PKGS=(build-essential kmod dkms sparse xz-utils)
 
-in_chroot() { DEBIAN_FRONTEND=noninteractive "$SCRIPTS/chroot-run.sh" "$@"; }
+in_chroot() { DEBIAN_FRONTEND=noninteractive "$SCRIPTS/vm/chroot-run.sh" "$@"; }
 
 # mounts_below DIR: the mount points at or below DIR, deepest first.
 mounts_below() {
@@ -186,14 +186,14 @@ suite_kernel() {
 # headers, CHROOT_PKGS.  Nothing runs (no apt) when all of it is there.
 chroot_flavour() {
 	local flavour=$1 dir suite lock pkgs=() rt img hdr
-	dir=$("$SCRIPTS/kernels.sh" --chroot "$flavour")
+	dir=$("$SCRIPTS/vm/kernels.sh" --chroot "$flavour")
 	suite=${dir##*/}
 	mkdir -p "$CHROOTS"
 	# One deps.sh at a time per chroot (apt would refuse a second one).
 	exec {lock}>"$CHROOTS/.$suite.lock"
 	flock "$lock"
 	make_chroot "$suite"
-	if "$SCRIPTS/kernels.sh" "$flavour" >/dev/null 2>&1 && installed "$dir" "${CHROOT_PKGS[@]}"; then
+	if "$SCRIPTS/vm/kernels.sh" "$flavour" >/dev/null 2>&1 && installed "$dir" "${CHROOT_PKGS[@]}"; then
 		exec {lock}>&-
 		return 0
 	fi
@@ -213,7 +213,7 @@ chroot_flavour() {
 	chroot_install "$dir" "${CHROOT_PKGS[@]}" "${pkgs[@]}"
 	exec {lock}>&-
 	# e.g. trixie-backports has moved on from 7.3: say so now, not at build time.
-	"$SCRIPTS/kernels.sh" "$flavour" >/dev/null
+	"$SCRIPTS/vm/kernels.sh" "$flavour" >/dev/null
 }
 
 for flavour in "$@"; do
@@ -234,7 +234,7 @@ for flavour in "$@"; do
 		# in backports (linux-kbuild-6.12...) are still picked automatically.
 		# The metapackages are already installed from bookworm, so check for
 		# the 6.12 kernel itself rather than "is installed".
-		if ! "$(dirname "$0")/kernels.sh" 6.12 >/dev/null 2>&1; then
+		if ! "$(dirname "$0")/vm/kernels.sh" 6.12 >/dev/null 2>&1; then
 			bpo=(apt-get install -y -q --no-install-recommends
 				linux-image-amd64/bookworm-backports linux-headers-amd64/bookworm-backports)
 			"${bpo[@]}" || { update_once; "${bpo[@]}"; }
@@ -264,14 +264,14 @@ for flavour in "$@"; do
 		chroot_flavour "$flavour"
 		;;
 	*)
-		echo "deps.sh: unknown kernel flavour '$flavour' (want debug or one of: $("$SCRIPTS/kernels.sh" --list))" >&2
+		echo "deps.sh: unknown kernel flavour '$flavour' (want debug or one of: $("$SCRIPTS/vm/kernels.sh" --list))" >&2
 		exit 2
 		;;
 	esac
 done
 
 echo "deps.sh: done. Kernels:"
-for flavour in $("$SCRIPTS/kernels.sh" --list); do
+for flavour in $("$SCRIPTS/vm/kernels.sh" --list); do
 	case "$flavour" in oldest|newest|newest-rt) continue ;; esac
-	printf '  %-9s %s\n' "$flavour" "$("$SCRIPTS/kernels.sh" "$flavour" 2>/dev/null || echo '(not installed)')"
+	printf '  %-9s %s\n' "$flavour" "$("$SCRIPTS/vm/kernels.sh" "$flavour" 2>/dev/null || echo '(not installed)')"
 done

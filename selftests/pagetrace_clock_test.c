@@ -9,7 +9,7 @@
  *
  * The TSC is trusted only when the guest's TSCs are synchronised: QEMU's
  * TCG offers no invariant TSC, so the kernel marks it unstable with two
- * vCPUs and trusts it with one.  scripts/check.sh runs this test (and the
+ * vCPUs and trusts it with one.  scripts/test/check.sh runs this test (and the
  * ground-truth test) in a one-vCPU VM as well, where clock=auto must give
  * PAGETRACE_CLOCK_TSC.
  *

@@ -8,7 +8,7 @@
  *    allocation: the first is the allocator the probe sits on, and one is
  *    pagetrace_gt's own code ("... [pagetrace_gt]");
  *  - `pagetrace pprof` writes a gzipped profile; check.sh then loads it on
- *    the host with the real `go tool pprof` (scripts/check-pprof.sh).
+ *    the host with the real `go tool pprof` (scripts/test/check-pprof.sh).
  *
  * Environment: PAGETRACE_BIN (the static CLI), PAGETRACE_GT_KO, PT_RESULTS
  * (where the profile goes, default /tmp); pagetrace.ko loaded.

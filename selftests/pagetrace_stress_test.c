@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pagetrace_stress_test: load and faults.  Runs as root with pagetrace.ko
- * loaded (reloads it from $PAGETRACE_KO), in the VM of scripts/check.sh
+ * loaded (reloads it from $PAGETRACE_KO), in the VM of scripts/test/check.sh
  * (2 CPUs, 2 GiB, no swap) or of `make stress`.
  *
  *  storm_slow_reader  allocations on every CPU, a reader that sleeps between

@@ -406,7 +406,7 @@ int pt_st_mod_load(const char *params)
 }
 
 /*
- * Every program needs the module.  The VM runner of scripts/check.sh
+ * Every program needs the module.  The VM runner of scripts/test/check.sh
  * loads it first; run_kselftest.sh (kernel CI) does not, so a program
  * that finds no /dev/pagetrace loads it itself, from $PAGETRACE_KO,
  * ./pagetrace.ko or with modprobe, and otherwise skips all its tests

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * bench_decode: events per second of the decode paths on one trace, for
- * scripts/bench-decode.sh (not a test).
+ * scripts/bench/bench-decode.sh (not a test).
  *
  *   bench_decode FILE [ROUNDS]
  *

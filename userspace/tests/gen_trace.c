@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * gen_trace: write a large, plausible synthetic v1 stream, in bounded
- * memory, for the benchmark (scripts/bench-decode.sh) and the report test.
+ * memory, for the benchmark (scripts/bench/bench-decode.sh) and the report test.
  *
  *   gen_trace [-n EVENTS] [-c CPUS] [-s SEED] [-k CHUNK_SIZE] OUT
  *

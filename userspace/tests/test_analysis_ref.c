@@ -16,7 +16,7 @@
  * the lower bound of the exact value's bucket (at most 1/32 below it).
  *
  * PT_REF_TRACE=FILE runs the same comparison on a trace file, e.g. the
- * benchmark's (scripts/bench-decode.sh with KEEP=1).
+ * benchmark's (scripts/bench/bench-decode.sh with KEEP=1).
  */
 #define _GNU_SOURCE	/* tdestroy() */
 #include <fcntl.h>

@@ -1,13 +1,13 @@
 #!/bin/bash
 # Print the installed kernel release for a flavour, for vm-run.sh --kernel.
 #
-# Usage: scripts/kernels.sh FLAVOUR            the release
-#        scripts/kernels.sh --chroot FLAVOUR   the chroot holding FLAVOUR's
+# Usage: scripts/vm/kernels.sh FLAVOUR            the release
+#        scripts/vm/kernels.sh --chroot FLAVOUR   the chroot holding FLAVOUR's
 #                                              kernel (nothing for a host one)
-#        scripts/kernels.sh --chroot-of RELEASE
+#        scripts/vm/kernels.sh --chroot-of RELEASE
 #                     the chroot holding RELEASE's headers; nothing (status
 #                     1) if the host has them or no chroot does
-#        scripts/kernels.sh --list             every flavour
+#        scripts/vm/kernels.sh --list             every flavour
 #
 # Host flavours (Debian 12, installed by scripts/deps.sh on this machine):
 #   6.1  -> e.g. 6.1.0-56-amd64        6.12 -> e.g. 6.12.38+deb12-amd64 / +bpo

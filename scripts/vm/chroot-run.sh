@@ -5,7 +5,7 @@
 # same inside and outside, so the Makefile can simply prefix the kernel's
 # make (and dkms, sparse) with this script.  Run as root.
 #
-# Usage: scripts/chroot-run.sh CHROOT COMMAND [ARG...]
+# Usage: scripts/vm/chroot-run.sh CHROOT COMMAND [ARG...]
 #
 # The command starts in the same directory as the caller if that is inside
 # the checkout, else in /.  Its environment is a clean one (PATH, HOME,
@@ -20,8 +20,8 @@
 # into the host's files.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SELF=$ROOT/scripts/chroot-run.sh
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SELF=$ROOT/scripts/vm/chroot-run.sh
 
 die() { echo "chroot-run: $*" >&2; exit 2; }
 

@@ -1,23 +1,23 @@
 #!/bin/bash
 # Static checks, reported as KTAP (one result per file / per build) so that
-# `make lint` and scripts/check.sh share them.  Exit 1 if any check failed.
+# `make lint` and scripts/test/check.sh share them.  Exit 1 if any check failed.
 #
 # Usage:
-#   scripts/lint.sh checkpatch
+#   scripts/test/lint.sh checkpatch
 #       checkpatch.pl --strict --no-tree on the kernel sources.  Needs
 #       build/ksrc/scripts/checkpatch.pl (make ksrc).
-#   scripts/lint.sh kernel-doc
+#   scripts/test/lint.sh kernel-doc
 #       scripts/kernel-doc -none -v on the same files: every kernel-doc
 #       comment parses and describes every parameter and the return value.
 #       Needs build/ksrc/scripts/kernel-doc (make ksrc).
-#   scripts/lint.sh sparse BUILD_DIR KDIR
+#   scripts/test/lint.sh sparse BUILD_DIR KDIR
 #       sparse (C=2: every file, even if up to date) over the module tree
 #       already staged in BUILD_DIR (make kbuild), and its
 #       selftests/gt_module if present.  A warning or error in one of our
 #       files fails; the kernel's own headers are not our business.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 CHECKPATCH=$ROOT/build/ksrc/scripts/checkpatch.pl
 KERNEL_DOC=$ROOT/build/ksrc/scripts/kernel-doc

@@ -2,11 +2,11 @@
 # Build (or reuse) the debug kernel `make check-debug` runs the tests on:
 # Debian's linux-source-6.1 with KASAN, lockdep (PROVE_LOCKING, PROVE_RCU),
 # DEBUG_ATOMIC_SLEEP and DEBUG_LIST, configured from tinyconfig plus what
-# scripts/vm-run.sh needs to boot it (everything built in: the only module
+# scripts/vm/vm-run.sh needs to boot it (everything built in: the only module
 # is ours) and what pagetrace and its selftests need (kprobes on ftrace,
 # tracepoints, memcg, NUMA, CPU hotplug, loop + ext4).
 #
-# Usage: scripts/debug-kernel.sh [--print-dir]
+# Usage: scripts/vm/debug-kernel.sh [--print-dir]
 #
 # The tree lives in PT_DEBUG_KERNEL_CACHE (default /var/cache/pagetrace when
 # writable, else ~/.cache/pagetrace), outside the checkout, so that `make

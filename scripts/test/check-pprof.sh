@@ -6,7 +6,7 @@
 # stack_rate=1, so it must account for exactly 8 pages.  KTAP on stdout; a
 # missing Go is a SKIP with why.
 #
-# Usage: scripts/check-pprof.sh PROFILE
+# Usage: scripts/test/check-pprof.sh PROFILE
 set -uo pipefail
 
 prof=${1:?usage: check-pprof.sh PROFILE}

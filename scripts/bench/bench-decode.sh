@@ -2,7 +2,7 @@
 # Decode and stats speed of libpagetrace on one core (a benchmark, not a
 # test): writes a large synthetic trace and prints events per second.
 #
-#   scripts/bench-decode.sh [EVENTS]        default 100000000 (~800 MB)
+#   scripts/bench/bench-decode.sh [EVENTS]        default 100000000 (~800 MB)
 #
 # Environment: CPU (the core to pin to, default 1), ROUNDS (best of, default
 # 3, for every row), TRACE (reuse or keep this trace file; default
@@ -15,7 +15,7 @@
 # The last lines sum up decode, stats --quick and the full stats against
 # their goals.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 N=${1:-100000000}
 CPU=${CPU:-1}
 ROUNDS=${ROUNDS:-3}

@@ -1,8 +1,8 @@
 #!/bin/bash
-# KTAP helpers for scripts/check.sh.
+# KTAP helpers for scripts/test/check.sh.
 #
 # Usage:
-#   scripts/ktap.sh normalize PREFIX NAME [EXIT_STATUS] <raw-output
+#   scripts/test/ktap.sh normalize PREFIX NAME [EXIT_STATUS] <raw-output
 #       Print the result lines of one program's KTAP output, each prefixed
 #       with PREFIX (e.g. "[6.1.0-56-amd64]").  Failures are what a crash or
 #       hang looks like, so they are made explicit:
@@ -16,11 +16,11 @@
 #       Several KTAP documents in one stream (one per "TAP version" line)
 #       are checked one by one.  The "#" diagnostics leading up to a failure
 #       are printed with it; those of passing tests are not.
-#   scripts/ktap.sh count FILE
+#   scripts/test/ktap.sh count FILE
 #       Count normalized result lines in FILE and print exactly one line,
 #       "N passed, N failed" (", N skipped" only if there are skips).  Exit
 #       1 if anything failed or nothing ran, else 0.
-#   scripts/ktap.sh failures FILE
+#   scripts/test/ktap.sh failures FILE
 #       Repeat each failure of FILE with the last few diagnostics before it,
 #       under a "# failures:" heading (nothing if all passed), so that the
 #       end of a long run's output, the part a CI page shows, says what

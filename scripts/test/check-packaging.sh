@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Packaging checks, run by scripts/check.sh; prints one KTAP document.
+# Packaging checks, run by scripts/test/check.sh; prints one KTAP document.
 #
-# usage: scripts/check-packaging.sh [PAGETRACE]
+# usage: scripts/test/check-packaging.sh [PAGETRACE]
 #   PAGETRACE  the built CLI (default userspace/pagetrace)
 #
 #   version     VERSION, PGTRACE_VERSION_STRING, debian/changelog and dkms.conf
@@ -30,7 +30,7 @@
 # "man/man1/pagetrace.1 has no '.SS record' section under .SH COMMANDS".
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
 CLI=${1:-$ROOT/userspace/pagetrace}
 HDR=userspace/lib/libpagetrace.h

@@ -2,9 +2,9 @@
 # Benchmark (a figure, not a test): how fast can each reader drain
 # /dev/pagetrace while an allocation storm runs on every CPU of the VM?
 #
-#   scripts/bench-record.sh [--kernel 6.1|6.12|rt] [--seconds N] [--cpus N]
+#   scripts/bench/bench-record.sh [--kernel 6.1|6.12|rt] [--seconds N] [--cpus N]
 #
-# Boots the kernel under QEMU (scripts/vm-run.sh), loads pagetrace.ko with
+# Boots the kernel under QEMU (scripts/vm/vm-run.sh), loads pagetrace.ko with
 # its default parameters and runs the storm (one process per CPU, pinned:
 # mmap 1 MiB, touch every page, munmap, repeat) twice, recorded once by
 # `pagetrace record` (mmap + writev) and once by `cat /dev/pagetrace`
@@ -13,7 +13,7 @@
 # the rows, not the absolute numbers.  Not part of make check.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 FLAVOUR=6.1 SECS=5 CPUS=2
 while [ $# -gt 0 ]; do
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-REL=$(scripts/kernels.sh "$FLAVOUR")
+REL=$(scripts/vm/kernels.sh "$FLAVOUR")
 B=$ROOT/build/bench
 S=$B/share
 rm -rf "$S"
@@ -137,7 +137,7 @@ rmmod pagetrace
 EOF
 
 echo "== booting $REL (TCG, $CPUS CPUs)" >&2
-scripts/vm-run.sh --kernel "$REL" --share "$S" --cpus "$CPUS" --timeout $((SECS * 20 + 300)) \
+scripts/vm/vm-run.sh --kernel "$REL" --share "$S" --cpus "$CPUS" --timeout $((SECS * 20 + 300)) \
 	>"$B/vm.log" 2>&1 || { tail -n 30 "$B/vm.log" >&2; exit 1; }
 
 python3 - "$B/vm.log" <<'EOF'

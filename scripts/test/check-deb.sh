@@ -5,7 +5,7 @@
 # `make check-deb` runs after `make deb`.  Root only; needs debootstrap and
 # the Debian mirror.  Prints one KTAP document.
 #
-# usage: scripts/check-deb.sh CHROOT MIRROR DEBDIR
+# usage: scripts/test/check-deb.sh CHROOT MIRROR DEBDIR
 #   MIRROR is the Debian mirror; security updates come from
 #   SECURITY_MIRROR (default MIRROR-security).
 #
@@ -21,9 +21,9 @@ set -uo pipefail
 CHROOT=${1:?usage: check-deb.sh CHROOT MIRROR DEBDIR}
 MIRROR=${2:?}
 DEBDIR=${3:?}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 VER=$(cat "$ROOT/VERSION")
-KVER=${CHROOT_KVER:-$("$ROOT/scripts/kernels.sh" 6.1 2>/dev/null)}
+KVER=${CHROOT_KVER:-$("$ROOT/scripts/vm/kernels.sh" 6.1 2>/dev/null)}
 ARCH=$(dpkg --print-architecture)
 
 echo "TAP version 13"

@@ -5,14 +5,14 @@
 # Debian 12 (scripts/deps.sh installs QEMU, the kernels, trace-cmd, perf and
 # bpftrace).
 #
-#   scripts/bench.sh            or   make bench [BENCH_KERNELS="6.1 6.12 rt 7.3"]
+#   scripts/bench/bench.sh            or   make bench [BENCH_KERNELS="6.1 6.12 rt 7.3"]
 #
-# Any flavour of scripts/kernels.sh: kernels of other suites are built in
+# Any flavour of scripts/vm/kernels.sh: kernels of other suites are built in
 # their chroots and booted from there, as by make check.
 #
 # Per kernel flavour: builds pagetrace.ko, bench/pt_bench.ko, the static
 # pagetrace CLI and bench/pt_work; boots the kernel under QEMU
-# (scripts/vm-run.sh) and runs bench/run-guest.sh there, which runs every
+# (scripts/vm/vm-run.sh) and runs bench/run-guest.sh there, which runs every
 # workload under every contender, BENCH_RUNS rounds:
 #
 #   workloads   k0, k3     pt_bench.ko: alloc_pages + __free_pages of order
@@ -49,7 +49,7 @@
 #
 # Recorders write to tmpfs in the guest.  Results: build/bench/RELEASE/
 # results.txt (one line per run), results.md and results.json
-# (scripts/bench-report.py); the markdown is printed too.
+# (scripts/bench/bench-report.py); the markdown is printed too.
 #
 # Environment: BENCH_KERNELS (default 6.1), BENCH_RUNS (3), BENCH_ICOUNT (1),
 # BENCH_CPUS (1 with icount, else 2),
@@ -59,7 +59,7 @@
 # BENCH_FORK_ITERS (450), BENCH_READ_MIB (8) x BENCH_READ_ITERS (24).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 KERNELS=${BENCH_KERNELS:-6.1}
 RUNS=${BENCH_RUNS:-3}
@@ -97,14 +97,14 @@ done
 
 status=0
 for flavour in $KERNELS; do
-	rel=$(scripts/kernels.sh "$flavour")
+	rel=$(scripts/vm/kernels.sh "$flavour")
 	B=$ROOT/build/bench/$rel
 	S=$B/share
 	# A kernel of another suite: built in its chroot, booted from there.
-	C=$(scripts/kernels.sh --chroot "$flavour")
+	C=$(scripts/vm/kernels.sh --chroot "$flavour")
 	krun=() vm_kernel=(--kernel "$rel")
 	if [ -n "$C" ]; then
-		krun=(scripts/chroot-run.sh "$C")
+		krun=(scripts/vm/chroot-run.sh "$C")
 		vm_kernel+=(--kernel-image "$C/boot/vmlinuz-$rel" --modules-dir "$C/lib/modules/$rel")
 	fi
 	echo "== $rel: building pagetrace.ko and pt_bench.ko" >&2
@@ -134,7 +134,7 @@ for flavour in $KERNELS; do
 
 	echo "== $rel: booting under QEMU ($CPUS CPUs, $MEM MB; console: ${S#"$ROOT"/}/console.log)" >&2
 	t0=$SECONDS
-	if ! scripts/vm-run.sh "${vm_kernel[@]}" --share "$S" --cpus "$CPUS" --mem "$MEM" \
+	if ! scripts/vm/vm-run.sh "${vm_kernel[@]}" --share "$S" --cpus "$CPUS" --mem "$MEM" \
 		--timeout "${BENCH_TIMEOUT:-5400}" "${BINS[@]}" >"$B/vm.log" 2>&1; then
 		tail -n 30 "$B/vm.log" >&2
 		echo "bench: the VM run for $rel failed (log: ${B#"$ROOT"/}/vm.log)" >&2
@@ -146,7 +146,7 @@ for flavour in $KERNELS; do
 		awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
 	cmd="BENCH_KERNELS=$flavour make bench, at $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
 	[ "${BENCH_RUNS:-3}" = 3 ] || cmd="BENCH_RUNS=$BENCH_RUNS $cmd"
-	python3 scripts/bench-report.py --kernel "$rel" --setup "$vmsetup" \
+	python3 scripts/bench/bench-report.py --kernel "$rel" --setup "$vmsetup" \
 		--command "$cmd" --md "$B/results.md" --json "$B/results.json" "$S/results.txt"
 	cat "$B/results.md"
 done

@@ -5,18 +5,18 @@
 # exit with its exit status.
 #
 # Usage:
-#   scripts/vm-run.sh --kernel RELEASE --share DIR [--timeout SECONDS] [--mem MB]
+#   scripts/vm/vm-run.sh --kernel RELEASE --share DIR [--timeout SECONDS] [--mem MB]
 #                     [--cpus N] [--numa NODES [--cpuless-nodes]]
 #                     [--bin /host/binary ...] [--append "cmdline"]
-#   scripts/vm-run.sh --kernel-image BZIMAGE --modules-dir none --share DIR ...
+#   scripts/vm/vm-run.sh --kernel-image BZIMAGE --modules-dir none --share DIR ...
 #
 # --kernel RELEASE boots /boot/vmlinuz-RELEASE with the modules it needs from
 # /lib/modules/RELEASE.  --kernel-image boots any bzImage instead (e.g. the
-# debug kernel of scripts/debug-kernel.sh); --modules-dir DIR takes the
+# debug kernel of scripts/vm/debug-kernel.sh); --modules-dir DIR takes the
 # modules from DIR, and "none" packs no module at all (9p, virtio, loop and
 # ext4 must then be built in).  With --kernel-image, --kernel only names the
 # initramfs cache (default: debug).  A kernel of a chroot flavour
-# (scripts/kernels.sh --chroot FLAVOUR gives CHROOT) boots with
+# (scripts/vm/kernels.sh --chroot FLAVOUR gives CHROOT) boots with
 # --kernel RELEASE --kernel-image CHROOT/boot/vmlinuz-RELEASE
 # --modules-dir CHROOT/lib/modules/RELEASE.
 #
@@ -50,8 +50,8 @@
 set -euo pipefail
 shopt -s inherit_errexit # fail on errors inside $(...) too (module resolution)
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SELF="$ROOT/scripts/vm-run.sh"
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SELF="$ROOT/scripts/vm/vm-run.sh"
 
 die() { echo "vm-run: $*" >&2; exit 2; }
 
@@ -76,7 +76,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -n "$KERNEL_IMAGE" ] && [ -z "$KERNEL" ] && KERNEL=debug
-[ -n "$KERNEL" ] || die "--kernel RELEASE is required (see scripts/kernels.sh)"
+[ -n "$KERNEL" ] || die "--kernel RELEASE is required (see scripts/vm/kernels.sh)"
 [ -n "$SHARE" ] || die "--share DIR is required"
 SHARE=$(realpath "$SHARE")
 VMLINUZ=${KERNEL_IMAGE:-/boot/vmlinuz-$KERNEL}
