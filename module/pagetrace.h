@@ -4,7 +4,8 @@
  *
  * Data flows one way:
  *
- *   hooks.c    the kernel's allocator paths -> pt_emit()
+ *   hooks.c    which allocator paths to probe: roles, checks, attach
+ *   handlers.c what a probe hit does: the allocator's paths -> pt_emit()
  *   writer.c   pt_emit(): encode into this CPU's open buffer (the hot path)
  *   clock.c    the clock it stamps events with (clock.h: its reader)
  *   buffers.c  buffer memory, the writer/reader handoff, flush, loss counts
@@ -19,8 +20,10 @@
  *   params.c   the parameter kinds every file's parameters use
  *
  * Calls go down, never up: main -> device -> session -> hooks, buffers,
- * snapshot -> header, mmap -> writer -> stacks, filter, clock; params.c
- * is below them all.
+ * snapshot -> header, mmap -> handlers -> writer -> stacks, filter,
+ * clock; params.c is below them all.  (hooks.c names the handlers in its
+ * table and reads what they note during its load-time checks; handlers.c
+ * calls nothing of hooks.c.)
  */
 #ifndef _PAGETRACE_INTERNAL_H
 #define _PAGETRACE_INTERNAL_H
