@@ -3,6 +3,7 @@
  * What the library's files share.  Calls go down, never up:
  *
  *   analysis.c, stats.c   what the tools ask for, over a reader
+ *     (analysis.c over merge.c, apply.c, blocks.c: see analysis.h)
  *   header.c, reader.c    opening a stream, decoding its chunks
  *   go.c, stacks.c, names.c   the Go format, stack and symbol records, names
  *   input.c               the input buffer and the first error
