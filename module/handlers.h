@@ -64,29 +64,29 @@ extern struct page *pt_check_page;
 extern atomic_t pt_check_frees;
 
 /* Tracepoints (the tracepoint backend). */
-void pt_tp_alloc(void *data, struct page *page, unsigned int order,
-		 gfp_t gfp, int migratetype);
-void pt_tp_free(void *data, struct page *page, unsigned int order);
+void notrace pt_tp_alloc(void *data, struct page *page, unsigned int order,
+			 gfp_t gfp, int migratetype);
+void notrace pt_tp_free(void *data, struct page *page, unsigned int order);
 
 /* Kretprobes: entry and return handlers. */
-int pt_alloc_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
-int pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs);
-int pt_nolock_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
-int pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
-int pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs);
-int pt_contig_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
-int pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs);
-int pt_compact_target(struct kretprobe_instance *ri, struct pt_regs *regs);
+int notrace pt_alloc_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
+int notrace pt_alloc_return(struct kretprobe_instance *ri, struct pt_regs *regs);
+int notrace pt_nolock_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
+int notrace pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
+int notrace pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs);
+int notrace pt_contig_entry(struct kretprobe_instance *ri, struct pt_regs *regs);
+int notrace pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs);
+int notrace pt_compact_target(struct kretprobe_instance *ri, struct pt_regs *regs);
 
 /* Kprobes: pre handlers. */
-int pt_free(struct kprobe *p, struct pt_regs *regs);
-int pt_free0(struct kprobe *p, struct pt_regs *regs);
-int pt_free_pcp(struct kprobe *p, struct pt_regs *regs);
-int pt_free_fpi(struct kprobe *p, struct pt_regs *regs);
-int pt_free_pcp_fpi(struct kprobe *p, struct pt_regs *regs);
-int pt_free_folios(struct kprobe *p, struct pt_regs *regs);
-int pt_split_map_pages(struct kprobe *p, struct pt_regs *regs);
-int pt_release_free_list(struct kprobe *p, struct pt_regs *regs);
-int pt_compact_alloc(struct kprobe *p, struct pt_regs *regs);
+int notrace pt_free(struct kprobe *p, struct pt_regs *regs);
+int notrace pt_free0(struct kprobe *p, struct pt_regs *regs);
+int notrace pt_free_pcp(struct kprobe *p, struct pt_regs *regs);
+int notrace pt_free_fpi(struct kprobe *p, struct pt_regs *regs);
+int notrace pt_free_pcp_fpi(struct kprobe *p, struct pt_regs *regs);
+int notrace pt_free_folios(struct kprobe *p, struct pt_regs *regs);
+int notrace pt_split_map_pages(struct kprobe *p, struct pt_regs *regs);
+int notrace pt_release_free_list(struct kprobe *p, struct pt_regs *regs);
+int notrace pt_compact_alloc(struct kprobe *p, struct pt_regs *regs);
 
 #endif /* _PAGETRACE_HANDLERS_H */

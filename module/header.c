@@ -17,6 +17,7 @@
  */
 #include <linux/irqflags.h>
 #include <linux/mmzone.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
@@ -80,6 +81,65 @@ static unsigned int pt_nr_zones(void)
 	return n;
 }
 
+/*
+ * pfn_limit=: the first PFN the stream cannot carry, for the selftests,
+ * which lower it to see the refusal below on a small machine; 0 (the
+ * default) means the format's own, PAGETRACE_PFN_MAX + 1.
+ */
+static unsigned long pt_pfn_limit;
+module_param_named(pfn_limit, pt_pfn_limit, ulong, 0644);
+MODULE_PARM_DESC(pfn_limit,
+		 "For tests: refuse sessions on memory at or above this PFN (default 0: the stream's 35-bit limit)");
+
+/*
+ * The stream's PFN field has PAGETRACE_PFN_BITS (35: 128 TiB of 4 KiB
+ * pages).  Memory placed higher (CXL, a hotplug window above 128 TiB on a
+ * 5-level paging kernel) would alias to wrong PFNs, so a session on such
+ * a machine is refused, and the kernel log names the zone and the limit.
+ * Memory onlined above the limit during a session has its events counted
+ * as lost (pt_write()) and its pages left out of the snapshot
+ * (pt_snap_run()).
+ */
+
+/**
+ * pt_header_pfns_fit - whether the stream can carry every page's PFN
+ *
+ * Context: session start, in process context, before anything is allocated.
+ *
+ * Return: 0, or -ERANGE if a populated zone reaches beyond the PFN field
+ * (or pfn_limit=).
+ */
+int pt_header_pfns_fit(void)
+{
+	unsigned long limit = READ_ONCE(pt_pfn_limit);
+	bool forced = limit && limit <= PAGETRACE_PFN_MAX;
+	struct zone *zone = NULL;
+
+	if (!forced)
+		limit = PAGETRACE_PFN_MAX + 1;
+	while ((zone = pt_next_zone(zone))) {
+		if (zone_end_pfn(zone) <= limit)
+			continue;
+		if (forced)
+			pr_err("pagetrace: node %d zone %s reaches PFN %#lx, at or above pfn_limit=%#lx: refusing the session\n",
+			       zone_to_nid(zone), zone->name,
+			       zone_end_pfn(zone) - 1, limit);
+		else
+			pr_err("pagetrace: node %d zone %s reaches PFN %#lx, beyond the stream's %u-bit PFN field (at most %#lx): refusing the session\n",
+			       zone_to_nid(zone), zone->name,
+			       zone_end_pfn(zone) - 1, PAGETRACE_PFN_BITS,
+			       limit - 1);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+/**
+ * pt_header_build - the stream header of a new session
+ * @sess: the session, its parameters set
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int pt_header_build(struct pt_session *sess)
 {
 	const char *release = utsname()->release;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Where the probes go, and the handlers that turn a probe hit into
- * pt_emit().  Nothing but this file knows kernel symbol names.
+ * Where the probes go: which functions and tracepoints to hook on the
+ * running kernel, checked at load, attached per session.  Nothing but this
+ * file knows kernel symbol names; what a hit does is in handlers.c.
  *
  * Two backends, chosen by the hook= parameter when a session starts:
  *

@@ -20,8 +20,8 @@
  *   params.c   the parameter kinds every file's parameters use
  *
  * Calls go down, never up: main -> device -> session -> hooks, buffers,
- * snapshot -> header, mmap -> handlers -> writer -> stacks, filter,
- * clock; params.c is below them all.  (hooks.c names the handlers in its
+ * snapshot -> header, mmap -> writer -> stacks, filter, clock, and
+ * hooks -> handlers -> writer; params.c is below them all.  (hooks.c names the handlers in its
  * table and reads what they note during its load-time checks; handlers.c
  * calls nothing of hooks.c.)
  */
@@ -272,6 +272,13 @@ struct pt_session {
 	int			rd_next;	/* next CPU to look at */
 
 	wait_queue_head_t	wq;		/* readers waiting for a chunk */
+	/*
+	 * A chunk closed on a CPU going down, which queued no wakeup: the
+	 * timed flush wakes the readers (pt_close_chunk()).  Set by the
+	 * writers, cleared by the flush work; a lost race only delays the
+	 * wakeup by a period.
+	 */
+	bool			wake_pending;
 	struct mutex		state_lock;	/* serialises stop */
 	bool			stopped;	/* no more chunks will come */
 	u32			mode;		/* PAGETRACE_MODE_* */
@@ -365,6 +372,7 @@ int pt_mmap(struct file *file, struct vm_area_struct *vma);
 unsigned int pt_clock_select(void);
 
 /* header.c */
+int pt_header_pfns_fit(void);
 int pt_header_build(struct pt_session *sess);
 void pt_header_set_backend(struct pt_session *sess);
 void pt_header_set_flags(struct pt_session *sess, u32 flags);

@@ -96,6 +96,11 @@ static void pt_flush_work_fn(struct work_struct *work)
 	 */
 	if (READ_ONCE(sess->mode) != PAGETRACE_MODE_FLIGHT)
 		pt_session_flush(sess, false);
+	/* Chunks closed on a CPU going down queued no wakeup: pt_close_chunk(). */
+	if (READ_ONCE(sess->wake_pending)) {
+		WRITE_ONCE(sess->wake_pending, false);
+		wake_up_interruptible(&sess->wq);
+	}
 	pt_flush_work_arm(sess);
 }
 
@@ -114,6 +119,9 @@ int pt_session_start(struct pt_session **out)
 	struct pt_session *sess;
 	int ret;
 
+	ret = pt_header_pfns_fit();
+	if (ret)
+		return ret;
 	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
 	if (!sess)
 		return -ENOMEM;

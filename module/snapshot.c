@@ -133,6 +133,15 @@ static void pt_snap_run(struct pt_snap_writer *w, unsigned long pfn,
 	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
 	u64 word;
 
+	/*
+	 * Memory onlined above the stream's PFN field since the session's
+	 * check (pt_header_pfns_fit()): unlisted, never truncated.
+	 */
+	if (unlikely(pfn + npages - 1 > PAGETRACE_PFN_MAX)) {
+		if (w->area)
+			w->unlisted++;
+		return;
+	}
 	w->runs++;
 	w->pages += npages;
 	if (!w->area)

@@ -23,6 +23,7 @@
  * so that one CPU's timestamps never go backwards within its stream.
  */
 #include <asm/local.h>
+#include <linux/cpumask.h>
 #include <linux/irq_work.h>
 #include <linux/percpu.h>
 #include <linux/preempt.h>
@@ -162,8 +163,23 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
 	WRITE_ONCE(m->bytes, c->stats.bytes);
 	/* Publish the chunk and the counters before the position; see pt_cpu. */
 	smp_store_release(&m->produced, c->produced_w);
-	/* Never wake the reader from here: we may hold allocator locks. */
-	irq_work_queue(&c->wake);
+	/*
+	 * Never wake the reader from here: we may hold allocator locks.  The
+	 * irq_work does, soon, from this CPU; but on a CPU going down (no
+	 * longer active) it may not before the CPU comes back: PREEMPT_RT
+	 * runs irq_works in a per-CPU thread that hotplug parks, and the
+	 * session's close (irq_work_sync() in pt_buffers_free()) would wait
+	 * that long.  There the timed flush wakes the reader instead.  (Not
+	 * reproduced here: selftests/pagetrace_offline_close_test.c closed a
+	 * session with CPU 1 down 20 times under an allocation storm on
+	 * 7.3-rt and each close returned, without this test; a buffer must
+	 * fill on the CPU in the short window after its irq_work thread
+	 * parks.)
+	 */
+	if (likely(cpu_active(raw_smp_processor_id())))
+		irq_work_queue(&c->wake);
+	else
+		WRITE_ONCE(c->sess->wake_pending, true);
 }
 
 /*
@@ -229,6 +245,14 @@ static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 	bool sample = false;
 	u64 delta, word;
 	u32 owner = 0;
+
+	/*
+	 * A block beyond the stream's PFN field (memory hot-added above it
+	 * after the session started; pt_header_pfns_fit() refuses a session
+	 * on such memory) would alias to a wrong PFN: lost, and counted.
+	 */
+	if (unlikely(pfn + npages - 1 > PAGETRACE_PFN_MAX))
+		goto lost;
 
 	/*
 	 * With task records on, the owner of this event: interrupts (hard,
@@ -351,7 +375,8 @@ void pt_writers_clear(void)
 }
 
 /*
- * The fast path: an event of fewer than 1024 pages, by the task of the
+ * The fast path: an event of fewer than 1024 pages well inside the PFN
+ * field (pt_write() checks those near its top), by the task of the
  * previous event, that fits in the open buffer within a delta of its time
  * base, in a session without a filter or sampled stacks.  That is almost
  * every event.  With the TSC clock (@tsc, a constant) it is a leaf: about
@@ -386,7 +411,8 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	/* Unsigned: a time before the base (skew) takes the slow path too. */
 	delta = now - c->base;
 	if (unlikely(delta >= PAGETRACE_TIME_MAX_DELTA ||
-		     npages > PAGETRACE_NPAGES_MAX))
+		     npages > PAGETRACE_NPAGES_MAX ||
+		     pfn > PAGETRACE_PFN_MAX - PAGETRACE_NPAGES_MAX))
 		goto slow;
 	if (likely(c->tasks) &&
 	    unlikely((in_task() ? current->tgid : 0) != c->task))
