@@ -231,10 +231,13 @@ kselftest-install: $(KSRC_TAR)
 	tar -xJf $(KSRC_TAR) -C $(KSFT) $(addprefix linux-source-6.1/,$(KSFT_TREE_FILES))
 	$(MAKE) selftests-export DEST=$(KSFT)/linux-source-6.1/tools/testing/selftests/pagetrace
 	$(MAKE) -C $(KSFT)/linux-source-6.1/tools/testing/selftests TARGETS=pagetrace \
-		install KSFT_INSTALL_PATH=$(KSFT)/install
+		install KSFT_INSTALL_PATH=$(KSFT)/install \
+		USERCFLAGS=-Werror USERLDFLAGS=-static
 
 selftests-export:
-	@test -n "$(DEST)" || { echo "usage: make selftests-export DEST=<linux>/tools/testing/selftests/pagetrace" >&2; exit 1; }
+	@case "$(DEST)" in */pagetrace|*/pagetrace/) ;; \
+	*) echo "usage: make selftests-export DEST=<linux>/tools/testing/selftests/pagetrace" \
+		"(DEST is removed first, so it must end in /pagetrace)" >&2; exit 1 ;; esac
 	rm -rf $(DEST)
 	mkdir -p $(DEST)/libpagetrace $(DEST)/include/linux
 	cp $(addprefix selftests/,$(SELFTESTS_EXPORT)) $(DEST)/

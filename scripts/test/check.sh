@@ -339,9 +339,11 @@ check_one_cpu() {
 
 # Kernel CI's way (tools/testing/selftests): the selftests built inside a
 # linux-source tree by the kernel's own make (make kselftest-install), in a
-# VM booted with nothing loaded, run by the installed run_kselftest.sh;
-# each program loads ./pagetrace.ko itself (selftests/pt_selftest.c).  All
-# but the stress test, which the run above covers in its short form.
+# VM booted with nothing loaded and pagetrace.ko installed where modprobe
+# finds it (as a kernel with the module would have it), run by the
+# installed run_kselftest.sh; each program loads the module itself with
+# modprobe (selftests/pt_selftest.c).  The stress test, which the run
+# above covers in its short form, is installed but not in the default list.
 # check_kselftest RELEASE KO GT-KO VM-ARGS...
 check_kselftest() {
 	local rel=$1 ko=$2 gt=$3 P="[$1 kselftest]" S=$ROOT/build/$1/share-kselftest
@@ -351,12 +353,12 @@ check_kselftest() {
 	rm -rf "$S"
 	mkdir -p "$S/results"
 	cp -a "$I" "$S/kselftest"
-	cp "$ko" "$S/kselftest/pagetrace/pagetrace.ko"
+	cp "$ko" "$S/pagetrace.ko"
 	[ -f "$gt" ] && cp "$gt" "$S/kselftest/pagetrace/pagetrace_gt.ko"
 	cp "$STATIC_CLI" "$S/kselftest/pagetrace/pagetrace"
 	for t in $(sed -n 's/^pagetrace://p' "$I/kselftest-list.txt"); do
 		[ -n "${SELFTESTS:-}" ] && [[ " $SELFTESTS " != *" $t "* ]] && continue
-		[ "$t" = pagetrace_stress_test ] || list="$list -t pagetrace:$t"
+		list="$list -t pagetrace:$t"
 	done
 	cat >"$S/run.sh" <<EOF
 #!/bin/sh
@@ -377,6 +379,11 @@ if grep -q '^pagetrace ' /proc/modules; then
 else
 	echo "ok 1 pagetrace not loaded before the run" >>\$V
 fi
+# Installed as a distribution kernel's module would be: modprobe finds it.
+K=/lib/modules/\$(uname -r)
+mkdir -p \$K/extra
+cp /mnt/host/pagetrace.ko \$K/extra/
+depmod -a
 export PAGETRACE_BIN=./pagetrace
 # Through a pipe: /dev/stdout is then the pipe itself, not a second open
 # of the file (whose own offset would interleave the two).
