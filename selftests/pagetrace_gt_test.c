@@ -545,7 +545,7 @@ TEST_F(reenter, counted)
 	pt_st_set_param("stack_rate", rate);
 	pt_st_set_hook("auto");
 	ASSERT_LE(0, dev) TH_LOG("open: %s", strerror(errno));
-	/* Only calls from pagetrace.ko allocate: see pagetrace_gt.c. */
+	/* Only calls from pagetrace.ko allocate: see gt_module/gt_context.c. */
 	ASSERT_EQ(0, pt_st_module_text("pagetrace", &lo, &hi));
 	snprintf(num, sizeof(num), "%" PRIu64, lo);
 	ASSERT_EQ(0, pt_st_set_module_param("pagetrace_gt", "reenter_lo", num));

@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Helpers shared by the pagetrace selftests; see pt_selftest.h. */
+/*
+ * Helpers shared by the pagetrace selftests; see pt_selftest.h.  One file,
+ * however long: every test program links it, and the kernel-tree export
+ * (the top-level Makefile's SELFTESTS_EXPORT) ships it and its header
+ * alone.  The later sections follow the header's.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -485,6 +492,41 @@ int pt_st_kmsg_open(void)
 }
 
 /*
+ * The next record from /dev/kmsg @fd, read into @rec (@len bytes): its
+ * message, after the "prio,seq,time,flags;" prefix, or NULL at the end
+ * (or on an error).  An overrun (EPIPE) goes on with what is left.
+ */
+static const char *pt_st_kmsg_next(int fd, char *rec, size_t len)
+{
+	for (;;) {
+		ssize_t n = read(fd, rec, len - 1);
+		char *msg;
+
+		if (n < 0 && errno == EPIPE)
+			continue;	/* overrun; go on with what is left */
+		if (n <= 0)
+			return NULL;
+		rec[n] = 0;
+		msg = strchr(rec, ';');
+		return msg ? msg + 1 : rec;
+	}
+}
+
+void pt_st_kmsg_read(int fd, char *out, size_t len)
+{
+	char rec[8192];
+	const char *msg;
+	size_t used = 0;
+
+	out[0] = 0;
+	while ((msg = pt_st_kmsg_next(fd, rec, sizeof(rec)))) {
+		used += snprintf(out + used, len - used, "%s", msg);
+		if (used >= len - 1)
+			break;
+	}
+}
+
+/*
  * A frame of a backtrace, "  ? lockdep_hardirqs_on+0x7d/0x100 [mod]": its
  * function's name may hold any of the words below (a debug kernel's OOM
  * report shows lockdep_* and kasan_* frames), so frames count only
@@ -519,23 +561,14 @@ int pt_st_kmsg_splats(int fd, char *out, size_t len)
 		"UBSAN", "list_add corruption", "list_del corruption",
 	};
 	char rec[8192];
+	const char *msg;
 	size_t used = 0;
 	int found = 0;
 	bool oom = false;
 
 	if (len)
 		out[0] = 0;
-	for (;;) {
-		ssize_t n = read(fd, rec, sizeof(rec) - 1);
-		char *msg;
-
-		if (n < 0 && errno == EPIPE)
-			continue;	/* overrun; go on with what is left */
-		if (n <= 0)
-			break;
-		rec[n] = 0;
-		msg = strchr(rec, ';');
-		msg = msg ? msg + 1 : rec;
+	while ((msg = pt_st_kmsg_next(fd, rec, sizeof(rec)))) {
 		/*
 		 * An OOM kill report dumps the stack of the task that
 		 * invoked the killer: expected under memory pressure, not a
@@ -562,18 +595,631 @@ int pt_st_kmsg_splats(int fd, char *out, size_t len)
 	return found;
 }
 
+/* PAGETRACE_IOC_STATS into @cpus[@nr], filled with @fill bytes first. */
+static int pt_st_stats_fill(int dev, struct pagetrace_cpu_stats *cpus,
+			    unsigned int nr, int fill, struct pagetrace_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->cpus = (uintptr_t)cpus;
+	st->nr_cpus = nr;
+	memset(cpus, fill, nr * sizeof(*cpus));
+	return ioctl(dev, PAGETRACE_IOC_STATS, st) ? -errno : 0;
+}
+
 int pt_st_stats(int dev, struct pagetrace_cpu_stats *cpus, unsigned int nr,
 		uint64_t *missed)
 {
-	struct pagetrace_stats st = {
-		.cpus = (uintptr_t)cpus,
-		.nr_cpus = nr,
-	};
+	struct pagetrace_stats st;
+	int ret = pt_st_stats_fill(dev, cpus, nr, 0, &st);
 
-	memset(cpus, 0, nr * sizeof(*cpus));
-	if (ioctl(dev, PAGETRACE_IOC_STATS, &st))
-		return -errno;
-	if (missed)
+	if (!ret && missed)
 		*missed = st.probe_missed;
+	return ret;
+}
+
+int pt_st_stats_poisoned(int dev, struct pagetrace_cpu_stats *cpus,
+			 unsigned int nr, struct pagetrace_stats *st)
+{
+	return pt_st_stats_fill(dev, cpus, nr, 0xa5, st);
+}
+
+int pt_st_info(int fd, struct pagetrace_info *info)
+{
+	memset(info, 0xa5, sizeof(*info));
+	return ioctl(fd, PAGETRACE_IOC_INFO, info) ? -errno : 0;
+}
+
+/* ---------------------------------------------- the module's parameters */
+
+int pt_st_get_param_str(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/module/pagetrace/parameters/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n;
+}
+
+long pt_st_get_param(const char *name)
+{
+	char s[32];
+
+	if (pt_st_get_param_str(name, s, sizeof(s)) <= 0)
+		return -1;
+	return strtol(s, NULL, 0);
+}
+
+int pt_st_mod_live(void)
+{
+	char s[32] = "";
+	int fd = open("/sys/module/pagetrace/initstate", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (read(fd, s, sizeof(s) - 1) < 0)
+		s[0] = 0;
+	close(fd);
+	return !strncmp(s, "live", 4);
+}
+
+bool pt_st_wait_dev(bool present, int ms)
+{
+	for (int i = 0; i <= ms / 10; i++) {
+		if ((access("/dev/pagetrace", F_OK) == 0) == present)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+bool pt_st_mod_is_default(void)
+{
+	return pt_st_mod_live() &&
+	       pt_st_get_param("buf_size") == PT_ST_DEF_BUF_SIZE &&
+	       pt_st_get_param("nr_bufs") == PT_ST_DEF_NR_BUFS &&
+	       pt_st_get_param("flush_ms") == PT_ST_DEF_FLUSH_MS;
+}
+
+int pt_st_mod_ensure_default(void)
+{
+	int ret;
+
+	if (!pt_st_mod_is_default()) {
+		if (pt_st_mod_live()) {
+			ret = pt_st_mod_unload();
+			if (ret)
+				return ret;
+		}
+		ret = pt_st_mod_load("");
+		if (ret)
+			return ret;
+	}
+	return pt_st_wait_dev(true, 2000) && pt_st_mod_is_default() ? 0 : -ENODEV;
+}
+
+int pt_st_open_dev(int flags)
+{
+	pt_st_set_param("snapshot", "0");
+	return open("/dev/pagetrace", flags);
+}
+
+/* ----------------------------------------------------------- page traffic */
+
+void pt_st_touch_and_free(size_t len)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+	volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	/* Single pages, so that the event count follows the page count. */
+	madvise((void *)p, len, MADV_NOHUGEPAGE);
+	for (size_t i = 0; i < len; i += page)
+		p[i] = 1;
+	munmap((void *)p, len);
+}
+
+struct pt_st_worker {
+	pthread_t	thread;
+	int		cpu;
+	size_t		len;
+	int		ran_on;		/* sched_getcpu() after the work */
+};
+
+static void *pt_st_worker_fn(void *arg)
+{
+	struct pt_st_worker *w = arg;
+
+	if (pt_st_pin_cpu(w->cpu)) {
+		w->ran_on = -1;
+		return NULL;
+	}
+	pt_st_touch_and_free(w->len);
+	w->ran_on = sched_getcpu();
+	return NULL;
+}
+
+int pt_st_on_every_cpu(size_t len, unsigned char *cpus, unsigned int nr)
+{
+	struct pt_st_worker *w = calloc(CPU_SETSIZE, sizeof(*w));
+	cpu_set_t set;
+	int n = 0, bad = 0;
+
+	if (!w)
+		return -1;
+	if (sched_getaffinity(0, sizeof(set), &set)) {
+		free(w);
+		return -1;
+	}
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &set))
+			continue;
+		w[n].cpu = cpu;
+		w[n].len = len;
+		w[n].ran_on = -1;
+		if (pthread_create(&w[n].thread, NULL, pt_st_worker_fn, &w[n])) {
+			bad = 1;
+			break;
+		}
+		n++;
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_join(w[i].thread, NULL);
+		if (w[i].ran_on != w[i].cpu)
+			bad = 1;
+		else if (cpus && (unsigned int)w[i].cpu < nr)
+			cpus[w[i].cpu] = 1;
+	}
+	free(w);
+	return bad ? -1 : n;
+}
+
+uint64_t pt_st_one_page_event(uint64_t *mono_before, bool drain_lru)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+	volatile char *p = mmap(NULL, page, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t pfn;
+
+	if (p == MAP_FAILED)
+		return 0;
+	if (mono_before)
+		*mono_before = pt_st_mono_ns();
+	p[0] = 1;
+	if (pt_st_pagemap_pfn((const void *)p, &pfn))
+		pfn = 0;
+	munmap((void *)p, page);
+	/* The free may wait in an LRU batch (7.x). */
+	if (drain_lru)
+		pt_st_drain_lru();
+	return pfn;
+}
+
+int pt_st_pin_first_cpu(void)
+{
+	cpu_set_t set;
+	int cpu, ret;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -errno;
+	for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set); cpu++)
+		;
+	if (cpu == CPU_SETSIZE)
+		return -ENOENT;
+	ret = pt_st_pin_cpu(cpu);
+	return ret ? ret : cpu;
+}
+
+/* --------------------------------------------------------- stream buffers */
+
+void pt_st_buf_reserve(struct pt_st_buf *b, size_t more)
+{
+	if (b->len + more <= b->cap)
+		return;
+	while (b->len + more > b->cap)
+		b->cap = b->cap ? 2 * b->cap : 1 << 20;
+	b->p = realloc(b->p, b->cap);
+	if (!b->p)
+		abort();
+}
+
+void pt_st_buf_add(struct pt_st_buf *b, const void *p, size_t len)
+{
+	pt_st_buf_reserve(b, len);
+	memcpy(b->p + b->len, p, len);
+	b->len += len;
+}
+
+void pt_st_buf_free(struct pt_st_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+ssize_t pt_st_buf_read(int fd, struct pt_st_buf *b)
+{
+	ssize_t n;
+
+	pt_st_buf_reserve(b, 1 << 20);
+	n = read(fd, b->p + b->len, 1 << 20);
+	if (n > 0)
+		b->len += n;
+	return n;
+}
+
+int pt_st_buf_drain(int fd, struct pt_st_buf *b)
+{
+	for (;;) {
+		ssize_t n = pt_st_buf_read(fd, b);
+
+		if (n == 0)
+			return 0;
+		if (n < 0)
+			return errno == EAGAIN ? 1 : -errno;
+	}
+}
+
+/* ------------------------------------------ the raw stream, without libpagetrace */
+
+void pt_st_parse_header(const unsigned char *raw, size_t len,
+			struct pt_st_hdr *hi)
+{
+	size_t pos = sizeof(hi->h), hsize;
+
+	memset(hi, 0, sizeof(*hi));
+	if (len < sizeof(hi->h)) {
+		snprintf(hi->why, sizeof(hi->why), "only %zu bytes", len);
+		return;
+	}
+	memcpy(&hi->h, raw, sizeof(hi->h));
+	hsize = hi->h.header_size;
+	if (hsize > len || hsize < sizeof(hi->h)) {
+		snprintf(hi->why, sizeof(hi->why), "header_size %zu, have %zu",
+			 hsize, len);
+		return;
+	}
+	while (pos + sizeof(struct pagetrace_record) <= hsize) {
+		struct pagetrace_record rec;
+		const unsigned char *pl;
+		size_t space;
+
+		memcpy(&rec, raw + pos, sizeof(rec));
+		if (rec.type == PAGETRACE_REC_END) {
+			hi->have_end = true;
+			if (rec.size)
+				snprintf(hi->why, sizeof(hi->why),
+					 "END record at %zu has size %u",
+					 pos, rec.size);
+			return;
+		}
+		space = (rec.size + 7) & ~7UL;
+		pl = raw + pos + sizeof(rec);
+		if (pos + sizeof(rec) + space > hsize) {
+			snprintf(hi->why, sizeof(hi->why),
+				 "record type %u at %zu overruns header_size %zu",
+				 rec.type, pos, hsize);
+			return;
+		}
+		for (size_t i = rec.size; i < space; i++) {
+			if (pl[i]) {
+				snprintf(hi->why, sizeof(hi->why),
+					 "record at %zu: nonzero padding", pos);
+				return;
+			}
+		}
+		switch (rec.type) {
+		case PAGETRACE_REC_RELEASE:
+			if (!rec.size || rec.size > sizeof(hi->release) ||
+			    pl[rec.size - 1]) {
+				snprintf(hi->why, sizeof(hi->why),
+					 "bad release record (size %u)", rec.size);
+				return;
+			}
+			memcpy(hi->release, pl, rec.size);
+			hi->have_release = true;
+			break;
+		case PAGETRACE_REC_SESSION:
+			if (rec.size != sizeof(hi->sess)) {
+				snprintf(hi->why, sizeof(hi->why),
+					 "session record size %u", rec.size);
+				return;
+			}
+			memcpy(&hi->sess, pl, sizeof(hi->sess));
+			hi->have_session = true;
+			break;
+		case PAGETRACE_REC_ZONE:
+			if (rec.size != sizeof(hi->zones[0]) ||
+			    hi->nr_zones == 64) {
+				snprintf(hi->why, sizeof(hi->why),
+					 "zone record size %u (#%u)", rec.size,
+					 hi->nr_zones);
+				return;
+			}
+			memcpy(&hi->zones[hi->nr_zones++], pl, rec.size);
+			break;
+		}
+		pos += sizeof(rec) + space;
+	}
+}
+
+int pt_st_read_header(int fd, struct pt_st_buf *b, struct pt_st_hdr *hi)
+{
+	struct pagetrace_header h;
+	ssize_t n;
+
+	pt_st_buf_reserve(b, sizeof(h));
+	n = read(fd, b->p + b->len, sizeof(h));
+	if (n != sizeof(h))
+		return n < 0 ? -errno : -EIO;
+	memcpy(&h, b->p + b->len, sizeof(h));
+	b->len += n;
+	if (h.header_size < sizeof(h) || h.header_size > (1 << 20))
+		return -EBADMSG;
+	pt_st_buf_reserve(b, h.header_size);
+	while (b->len < h.header_size) {
+		n = read(fd, b->p + b->len, h.header_size - b->len);
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		b->len += n;
+	}
+	pt_st_parse_header(b->p, b->len, hi);
 	return 0;
+}
+
+size_t pt_st_walk_chunks(const struct pt_st_buf *b,
+			 const struct pagetrace_header *h,
+			 struct pt_st_raw_cpu *cpus, char *why, size_t whylen)
+{
+	size_t pos = h->header_size;
+	uint64_t start_base = h->start_ns & ~((1ULL << PAGETRACE_TIME_LOST_BITS) - 1);
+	uint32_t max_words = (h->chunk_size - sizeof(struct pagetrace_chunk)) / 8;
+
+	why[0] = 0;
+	while (pos + sizeof(struct pagetrace_chunk) <= b->len) {
+		struct pagetrace_chunk ch;
+		uint64_t w0, w1;
+		size_t size;
+
+		memcpy(&ch, b->p + pos, sizeof(ch));
+		size = sizeof(ch) + (size_t)ch.nr_words * 8;
+		if (memcmp(ch.magic, PAGETRACE_CHUNK_MAGIC, 4)) {
+			snprintf(why, whylen, "offset %zu: no chunk magic", pos);
+			break;
+		}
+		if (ch.cpu >= h->nr_cpus || ch.reserved ||
+		    ch.nr_words < 2 || ch.nr_words > max_words) {
+			snprintf(why, whylen,
+				 "offset %zu: chunk cpu %u reserved %u nr_words %u (max %u)",
+				 pos, ch.cpu, ch.reserved, ch.nr_words, max_words);
+			break;
+		}
+		if (pos + size > b->len)
+			break;	/* partial: the caller reads more */
+		/*
+		 * Unflushed chunks close only when the next event won't fit:
+		 * at most 3 words, 7 with a name and a task record before it.
+		 */
+		if (!(ch.flags & PAGETRACE_CHUNK_FLUSHED) &&
+		    ch.nr_words + (h->flags & PAGETRACE_FLAG_TASKS ? 7 : 3) <= max_words) {
+			snprintf(why, whylen,
+				 "offset %zu: cpu %u chunk seq %llu not flushed but only %u of %u words",
+				 pos, ch.cpu, (unsigned long long)ch.seq,
+				 ch.nr_words, max_words);
+			break;
+		}
+		if (ch.flags & ~PAGETRACE_CHUNK_FLUSHED) {
+			snprintf(why, whylen, "offset %zu: chunk flags %#x",
+				 pos, ch.flags);
+			break;
+		}
+		memcpy(&w0, b->p + pos + sizeof(ch), 8);
+		memcpy(&w1, b->p + pos + sizeof(ch) + 8, 8);
+		if (!pagetrace_word_is_pid(w0) ||
+		    pagetrace_word_id(w0) != ch.cpu) {
+			snprintf(why, whylen,
+				 "offset %zu: cpu %u chunk seq %llu: word 0 is %#llx, not pid(%u)",
+				 pos, ch.cpu, (unsigned long long)ch.seq,
+				 (unsigned long long)w0, ch.cpu);
+			break;
+		}
+		if (pagetrace_word_type(w1) != PAGETRACE_EV_SYNC ||
+		    pagetrace_word_is_pid(w1) ||
+		    pagetrace_word_sync_ns(w1) < start_base) {
+			snprintf(why, whylen,
+				 "offset %zu: cpu %u chunk seq %llu: word 1 %#llx is not a sync at or after start %llu",
+				 pos, ch.cpu, (unsigned long long)ch.seq,
+				 (unsigned long long)w1,
+				 (unsigned long long)h->start_ns);
+			break;
+		}
+		if (cpus) {
+			cpus[ch.cpu].chunks++;
+			cpus[ch.cpu].bytes += size;
+			cpus[ch.cpu].lost += ch.lost;
+			if (!(ch.flags & PAGETRACE_CHUNK_FLUSHED))
+				cpus[ch.cpu].full_chunks++;
+			if (ch.nr_words > cpus[ch.cpu].max_words)
+				cpus[ch.cpu].max_words = ch.nr_words;
+		}
+		pos += size;
+	}
+	return pos;
+}
+
+/* ------------------------------------------- decoding with libpagetrace */
+
+static __attribute__((format(printf, 2, 3)))
+void pt_st_problem(struct pt_st_decoded *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (d->first_problem[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(d->first_problem, sizeof(d->first_problem), fmt, ap);
+	va_end(ap);
+}
+
+static int pt_st_dec_chunk_cb(const struct pgtrace_chunk *c, void *arg)
+{
+	struct pt_st_decoded *d = arg;
+
+	if (c->cpu >= d->nr_cpus) {
+		d->cpu_errors++;
+		pt_st_problem(d, "chunk at %llu: cpu %u >= nr_cpus %u",
+			      (unsigned long long)c->offset, c->cpu, d->nr_cpus);
+		return 0;
+	}
+	if (c->seq != d->cpus[c->cpu].next_seq || c->missing) {
+		d->seq_errors++;
+		pt_st_problem(d, "cpu %u: chunk seq %llu, expected %llu (missing %llu)",
+			      c->cpu, (unsigned long long)c->seq,
+			      (unsigned long long)d->cpus[c->cpu].next_seq,
+			      (unsigned long long)c->missing);
+	}
+	d->cpus[c->cpu].next_seq = c->seq + 1;
+	d->cpus[c->cpu].chunks++;
+	d->cpus[c->cpu].lost += c->lost;
+	d->chunks++;
+	d->lost += c->lost;
+	return 0;
+}
+
+void pt_st_decode_mem(const unsigned char *p, size_t len,
+		      struct pt_st_decoded *d)
+{
+	struct pgtrace_event evs[512];
+	const struct pagetrace_header *h;
+	struct pgtrace_reader *r = NULL;
+	uint64_t want = d->want_pfn;
+	int n;
+
+	memset(d, 0, sizeof(*d));
+	d->want_pfn = want;
+	d->err = pgtrace_reader_open_mem(&r, p, len, 0);
+	if (d->err) {
+		if (r)
+			snprintf(d->errmsg, sizeof(d->errmsg), "%s",
+				 pgtrace_reader_error(r));
+		pgtrace_reader_close(r);
+		return;
+	}
+	h = pgtrace_reader_header(r);
+	d->nr_cpus = h->nr_cpus;
+	d->cpus = calloc(d->nr_cpus, sizeof(*d->cpus));
+	pgtrace_reader_set_chunk_cb(r, pt_st_dec_chunk_cb, d);
+	while ((n = pgtrace_reader_next_batch(r, evs, 512)) > 0) {
+		for (int i = 0; i < n; i++) {
+			const struct pgtrace_event *e = &evs[i];
+			struct pt_st_dec_cpu *c;
+
+			if (e->cpu >= d->nr_cpus) {
+				d->cpu_errors++;
+				continue;
+			}
+			c = &d->cpus[e->cpu];
+			if (e->time_ns < c->last_ns) {
+				d->time_errors++;
+				pt_st_problem(d, "cpu %u: event at %llu after one at %llu",
+					      e->cpu, (unsigned long long)e->time_ns,
+					      (unsigned long long)c->last_ns);
+			}
+			c->last_ns = e->time_ns;
+			if (e->time_ns < h->start_ns) {
+				d->before_start++;
+				pt_st_problem(d, "cpu %u: event at %llu before start %llu",
+					      e->cpu, (unsigned long long)e->time_ns,
+					      (unsigned long long)h->start_ns);
+			}
+			c->events++;
+			d->events++;
+			if (e->type < 5)
+				d->by_type[e->type]++;
+			if (want && e->pfn == want && e->npages == 1) {
+				if (e->type == PGTRACE_EV_ALLOC && !d->found_alloc) {
+					d->found_alloc = true;
+					d->found_alloc_ns = e->time_ns;
+				}
+				if (e->type == PGTRACE_EV_FREE && d->found_alloc &&
+				    !d->found_free) {
+					d->found_free = true;
+					d->found_free_ns = e->time_ns;
+				}
+			}
+		}
+	}
+	d->err = n;
+	if (n < 0)
+		snprintf(d->errmsg, sizeof(d->errmsg), "%s", pgtrace_reader_error(r));
+	d->ctr = *pgtrace_reader_counters(r);
+	pgtrace_reader_close(r);
+}
+
+void pt_st_decoded_free(struct pt_st_decoded *d)
+{
+	free(d->cpus);
+	d->cpus = NULL;
+}
+
+static int pt_st_count_chunk(const struct pgtrace_chunk *c, void *arg)
+{
+	struct pt_st_counts *d = arg;
+
+	if (c->cpu >= PT_ST_MAX_CPUS || (c->flags & PAGETRACE_CHUNK_SNAPSHOT))
+		return 0;
+	if (!d->chunks[c->cpu])
+		d->first_seq[c->cpu] = c->seq;
+	d->last_seq[c->cpu] = c->seq;
+	d->chunks[c->cpu]++;
+	d->lost[c->cpu] += c->lost;
+	d->bytes[c->cpu] += 32 + 8ULL * c->nr_words;
+	d->missing[c->cpu] += c->missing;
+	return 0;
+}
+
+void pt_st_count_stream(const struct pt_st_buf *b, struct pt_st_counts *d,
+			uint64_t want_pfn)
+{
+	struct pgtrace_reader *r = NULL;
+	struct pgtrace_event ev;
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	d->found_cpu = -1;
+	ret = pgtrace_reader_open_mem(&r, b->p, b->len, 0);
+	if (ret) {
+		d->err = ret;
+		snprintf(d->why, sizeof(d->why), "%s", r ? pgtrace_reader_error(r) : "open");
+		pgtrace_reader_close(r);
+		return;
+	}
+	pgtrace_reader_set_chunk_cb(r, pt_st_count_chunk, d);
+	while ((ret = pgtrace_reader_next(r, &ev)) == 1) {
+		/* The memory map at start is no CPU's traffic: not counted. */
+		if (ev.chunk_flags & PAGETRACE_CHUNK_SNAPSHOT)
+			continue;
+		if (ev.cpu < PT_ST_MAX_CPUS)
+			d->events[ev.cpu]++;
+		if (want_pfn && ev.type == PGTRACE_EV_ALLOC && ev.pfn <= want_pfn &&
+		    want_pfn < ev.pfn + ev.npages) {
+			d->found_alloc = true;
+			d->found_cpu = ev.cpu;
+			d->found_seq = ev.seq;
+		}
+	}
+	if (ret < 0) {
+		d->err = ret;
+		snprintf(d->why, sizeof(d->why), "%s", pgtrace_reader_error(r));
+	}
+	pgtrace_reader_close(r);
 }

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pagetrace_record_test: pagetrace record, the CLI's recorder, which reads
+ * the session through the mapping ($PAGETRACE_BIN).  A timed recording
+ * while we allocate gives a valid file holding our page and nothing lost;
+ * recording a command stops when it exits, with its events in the file;
+ * a full disk (a 128 KiB tmpfs) stops it loudly, with a non-zero status
+ * and a file that ends at a chunk boundary and decodes cleanly; a flight
+ * recorder dumps on SIGUSR1 and at the stop, its seq gaps decode, and the
+ * module's default parameters are back afterwards.  Runs as root with
+ * pagetrace.ko loaded (skips otherwise, and without the CLI).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <linux/pagetrace.h>
+
+#include "libpagetrace.h"
+#include "pt_selftest.h"
+#include "kselftest_harness.h"
+
+#define DEV		"/dev/pagetrace"
+#define PAGE		4096UL
+
+/* ----------------------------------------------------------------- fixture */
+
+FIXTURE(rec) {
+	const char		*bin;
+	char			out[4096];	/* the recorder's stdout + stderr */
+	struct pt_st_buf	b;
+	struct pt_st_counts	d;
+	bool			mounted;
+};
+
+FIXTURE_SETUP(rec)
+{
+	self->bin = getenv("PAGETRACE_BIN");
+}
+
+FIXTURE_TEARDOWN(rec)
+{
+	pt_st_buf_free(&self->b);
+	if (self->mounted)
+		umount("/tmp/pt-small");
+}
+
+#define REC_READY() do {						\
+	if (access(DEV, F_OK))						\
+		SKIP(return, DEV " missing: load pagetrace.ko first");	\
+	if (!self->bin || access(self->bin, X_OK))			\
+		SKIP(return, "no pagetrace CLI: set PAGETRACE_BIN");	\
+} while (0)
+
+/*
+ * Wait until a recorder's session has its probes attached, so that what we
+ * allocate next is recorded: whatever the backend, a session's last probe
+ * is the kprobe on compaction (module/hooks.c attaches the roles in
+ * order), on split_map_pages, post_alloc_hook or compaction_alloc.  (A
+ * fixed sleep is not enough under emulation: session start walks all of
+ * memory for the snapshot.)
+ */
+static bool wait_for_session(void)
+{
+	static char list[1 << 16];
+
+	for (int i = 0; i < 500; i++) {
+		int fd = open("/sys/kernel/debug/kprobes/list", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, list, sizeof(list) - 1);
+
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			list[n] = '\0';
+			if (strstr(list, " split_map_pages+0x") ||
+			    strstr(list, " post_alloc_hook+0x") ||
+			    strstr(list, " compaction_alloc+0x"))
+				return true;
+		}
+		usleep(20000);
+	}
+	return false;
+}
+
+/* Start the recorder with @argv (argv[0] ignored); its output to a pipe. */
+static pid_t rec_start(FIXTURE_DATA(rec) *self, char **argv, int *rfd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		argv[0] = (char *)self->bin;
+		execv(self->bin, argv);
+		_exit(127);
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+/* Collect its output and exit status. */
+static int rec_wait(FIXTURE_DATA(rec) *self, pid_t pid, int rfd)
+{
+	size_t len = 0;
+	ssize_t n;
+	int st;
+
+	while ((n = read(rfd, self->out + len, sizeof(self->out) - 1 - len)) > 0)
+		len += n;
+	self->out[len] = 0;
+	close(rfd);
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int load_file(const char *path, struct pt_st_buf *b)
+{
+	int fd = open(path, O_RDONLY), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = pt_st_buf_drain(fd, b);
+	close(fd);
+	return ret;
+}
+
+/* A timed recording while we allocate: a valid file with our page, 0 lost. */
+TEST_F_TIMEOUT(rec, duration, 120)
+{
+	char *argv[] = { NULL, "record", "-o", "/tmp/pt-rec.bin", "-d", "2",
+			 "--json", NULL };
+	uint64_t pfn = 0;
+	int rfd, st;
+	pid_t pid;
+
+	REC_READY();
+	ASSERT_LE(0, pt_st_pin_first_cpu());
+	pid = rec_start(self, argv, &rfd);
+	ASSERT_LT(0, pid);
+	ASSERT_TRUE(wait_for_session());
+	for (int i = 0; i < 20; i++)
+		pt_st_touch_and_free(64 * PAGE);
+	pfn = pt_st_one_page_event(NULL, false);
+	ASSERT_NE(0, pfn);
+	st = rec_wait(self, pid, rfd);
+	TH_LOG("%s", self->out);
+	ASSERT_EQ(0, st);
+	ASSERT_NE(NULL, strstr(self->out, "\"stopped_by\": \"duration\""));
+	ASSERT_NE(NULL, strstr(self->out, "\"lost\": 0,"));
+	ASSERT_NE(NULL, strstr(self->out, "\"error\": null"));
+	ASSERT_EQ(0, load_file("/tmp/pt-rec.bin", &self->b));
+	pt_st_count_stream(&self->b, &self->d, pfn);
+	unlink("/tmp/pt-rec.bin");
+	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
+	ASSERT_TRUE(self->d.found_alloc);
+}
+
+/* Recording a command stops when it exits, with its events in the file. */
+TEST_F_TIMEOUT(rec, command, 120)
+{
+	char *argv[] = { NULL, "record", "-q", "-o", "/tmp/pt-cmd.bin", "--",
+			 "sh", "-c", "dd if=/dev/zero of=/dev/null bs=1M count=4; exit 3",
+			 NULL };
+	uint64_t events = 0;
+	int rfd, st;
+	pid_t pid;
+
+	REC_READY();
+	pid = rec_start(self, argv, &rfd);
+	ASSERT_LT(0, pid);
+	st = rec_wait(self, pid, rfd);
+	TH_LOG("%s", self->out);
+	ASSERT_EQ(0, st);
+	ASSERT_EQ(0, load_file("/tmp/pt-cmd.bin", &self->b));
+	unlink("/tmp/pt-cmd.bin");
+	pt_st_count_stream(&self->b, &self->d, 0);
+	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
+	for (int cpu = 0; cpu < PT_ST_MAX_CPUS; cpu++)
+		events += self->d.events[cpu];
+	ASSERT_LT(0, events);
+}
+
+/*
+ * A full disk stops the recording loudly, with a non-zero status, and
+ * leaves a file that ends at a chunk boundary and decodes cleanly.
+ */
+TEST_F_TIMEOUT(rec, enospc, 120)
+{
+	char *argv[] = { NULL, "record", "-o", "/tmp/pt-small/t.bin", "-d", "60",
+			 NULL };
+	siginfo_t si;
+	struct stat sb;
+	int rfd, st;
+	pid_t pid;
+
+	REC_READY();
+	mkdir("/tmp/pt-small", 0700);
+	if (mount("tmpfs", "/tmp/pt-small", "tmpfs", 0, "size=128k"))
+		SKIP(return, "cannot mount a small tmpfs: %s", strerror(errno));
+	self->mounted = true;
+	pid = rec_start(self, argv, &rfd);
+	ASSERT_LT(0, pid);
+	/* Page churn until the recorder gives up (WNOWAIT: rec_wait reaps). */
+	for (int i = 0; i < 1000; i++) {
+		memset(&si, 0, sizeof(si));
+		ASSERT_EQ(0, waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT));
+		if (si.si_pid == pid)
+			break;
+		pt_st_on_every_cpu(256 * PAGE, NULL, 0);
+	}
+	st = rec_wait(self, pid, rfd);
+	TH_LOG("%s", self->out);
+	ASSERT_EQ(1, st);
+	ASSERT_NE(NULL, strstr(self->out, "disk full"));
+	ASSERT_NE(NULL, strstr(self->out, "valid trace"));
+	ASSERT_EQ(0, stat("/tmp/pt-small/t.bin", &sb));
+	ASSERT_GE(256 * 1024, sb.st_size);
+	ASSERT_EQ(0, load_file("/tmp/pt-small/t.bin", &self->b));
+	pt_st_count_stream(&self->b, &self->d, 0);
+	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
+}
+
+/* A flight recorder dumps on SIGUSR1 and at the stop; seq gaps decode. */
+TEST_F_TIMEOUT(rec, flight_sigusr1, 120)
+{
+	char *argv[] = { NULL, "record", "-f", "-b", "32K", "-o", "/tmp/pt-fr.bin",
+			 "-d", "60", NULL };
+	struct stat sb = { 0 };
+	uint64_t missing = 0;
+	int rfd, st;
+	pid_t pid;
+
+	REC_READY();
+	ASSERT_LE(0, pt_st_pin_first_cpu());
+	unlink("/tmp/pt-fr.bin");
+	pid = rec_start(self, argv, &rfd);
+	ASSERT_LT(0, pid);
+	/*
+	 * SIGUSR1 kills a process that has no handler yet: wait for the
+	 * header, which the recorder writes after setting its handlers up.
+	 */
+	for (int i = 0; i < 1000 && (stat("/tmp/pt-fr.bin", &sb) || !sb.st_size); i++)
+		usleep(10000);
+	ASSERT_LT(0, sb.st_size) TH_LOG("the recorder did not start within 10 s");
+	pt_st_touch_and_free(2048 * PAGE);
+	ASSERT_EQ(0, kill(pid, SIGUSR1));
+	usleep(300000);
+	/* ~8000 events on our CPU: far more than 32 KiB of chunks hold. */
+	pt_st_touch_and_free(4096 * PAGE);
+	ASSERT_EQ(0, kill(pid, SIGINT));	/* Ctrl-C: the final dump */
+	st = rec_wait(self, pid, rfd);
+	TH_LOG("%s", self->out);
+	ASSERT_EQ(0, st);
+	ASSERT_NE(NULL, strstr(self->out, "snapshot 1:"));
+	/* The module's defaults are back after the session. */
+	ASSERT_EQ(PT_ST_DEF_BUF_SIZE, pt_st_get_param("buf_size"));
+	ASSERT_EQ(PT_ST_DEF_NR_BUFS, pt_st_get_param("nr_bufs"));
+	ASSERT_EQ(0, load_file("/tmp/pt-fr.bin", &self->b));
+	unlink("/tmp/pt-fr.bin");
+	pt_st_count_stream(&self->b, &self->d, 0);
+	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
+	for (int cpu = 0; cpu < PT_ST_MAX_CPUS; cpu++)
+		missing += self->d.missing[cpu];
+	ASSERT_LT(0, missing);
+}
+
+TEST_HARNESS_MAIN
