@@ -24,24 +24,6 @@
 
 #define DEV	"/dev/pagetrace"
 
-/* Every /dev/kmsg record from @fd's position on, joined by '\n'. */
-static void kmsg_read(int fd, char *out, size_t len)
-{
-	char rec[8192];
-	size_t n = 0;
-	ssize_t r;
-
-	out[0] = 0;
-	while ((r = read(fd, rec, sizeof(rec) - 1)) > 0 || (r < 0 && errno == EPIPE)) {
-		if (r <= 0)
-			continue;
-		rec[r] = 0;
-		n += snprintf(out + n, len - n, "%s", rec);
-		if (n >= len - 1)
-			break;
-	}
-}
-
 /* The end (exclusive) of the highest populated zone, or 0. */
 static uint64_t zones_end(void)
 {
@@ -106,7 +88,7 @@ TEST_F(pfn, refused_beyond_the_limit)
 	ASSERT_EQ(-1, fd) TH_LOG("a session opened on memory beyond pfn_limit=%s", limit);
 	ASSERT_EQ(ERANGE, errno) TH_LOG("open: %s", strerror(errno));
 
-	kmsg_read(self->kmsg, log, sizeof(log));
+	pt_st_kmsg_read(self->kmsg, log, sizeof(log));
 	snprintf(want, sizeof(want), "at or above pfn_limit=%#" PRIx64 ": refusing",
 		 self->pfn);
 	ASSERT_NE(NULL, strstr(log, want)) TH_LOG("kernel log:\n%s", log);

@@ -75,20 +75,6 @@ static size_t covered(const struct pt_st_trace *t, const uint64_t *pfns,
 	return k;
 }
 
-static int set_param(const char *name, const char *val)
-{
-	char path[128];
-	int fd, ok;
-
-	snprintf(path, sizeof(path), "/sys/module/pagetrace/parameters/%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-	close(fd);
-	return ok ? 0 : -EINVAL;
-}
-
 /*
  * The header's REC_SNAPSHOT describes the snapshot chunks exactly: their
  * alloc events and pages.  Read raw, so that the header's records are at
@@ -105,7 +91,7 @@ TEST(snapshot_record)
 	ssize_t n;
 	int dev, ret;
 
-	ASSERT_EQ(0, set_param("snapshot", "1"));
+	ASSERT_EQ(0, pt_st_set_param("snapshot", "1"));
 	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, dev);
 	ASSERT_EQ(0, ioctl(dev, PAGETRACE_IOC_STOP));
@@ -148,7 +134,7 @@ TEST(snapshot_chunks_cover_held_pages)
 	char *keep, *gone;
 	int dev;
 
-	ASSERT_EQ(0, set_param("snapshot", "1"));
+	ASSERT_EQ(0, pt_st_set_param("snapshot", "1"));
 	keep = mmap(NULL, NPAGES * PAGE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	gone = mmap(NULL, NPAGES * PAGE, PROT_READ | PROT_WRITE,
@@ -205,12 +191,12 @@ TEST(snapshot_off)
 	size_t i, snap = 0;
 	int dev;
 
-	ASSERT_EQ(0, set_param("snapshot", "0"));
+	ASSERT_EQ(0, pt_st_set_param("snapshot", "0"));
 	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, dev);
 	ASSERT_EQ(0, pt_st_collect(dev, &t)) TH_LOG("%s", t.err);
 	close(dev);
-	set_param("snapshot", "1");
+	pt_st_set_param("snapshot", "1");
 	EXPECT_FALSE(t.hdr.flags & PAGETRACE_FLAG_SNAPSHOT);
 	for (i = 0; i < t.nr; i++)
 		snap += !!(t.ev[i].chunk_flags & PAGETRACE_CHUNK_SNAPSHOT);

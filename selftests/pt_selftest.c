@@ -430,6 +430,8 @@ static void __attribute__((constructor)) pt_st_need_module(void)
 		ret = -ENODEV;	/* loaded, but no device: wait for udev */
 	else
 		ret = pt_st_mod_load(NULL);
+	if (ret == -EEXIST)	/* someone else loaded it meanwhile */
+		ret = -ENODEV;
 	for (i = 0; i < 200 && (!ret || ret == -ENODEV); i++) {
 		if (access("/dev/pagetrace", F_OK) == 0)
 			return;
