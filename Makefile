@@ -214,7 +214,7 @@ selftests: ksrc
 # TARGETS=pagetrace` (selftests/Makefile says how): the tests, their
 # helpers, config and settings, with the library and the uapi header
 # copied beside them, so that the directory needs nothing outside it.
-SELFTESTS_EXPORT := Makefile config settings README pt_selftest.c pt_selftest.h \
+SELFTESTS_EXPORT := Makefile config settings README $(notdir $(wildcard selftests/pt_*.[ch])) \
 		    $(notdir $(wildcard selftests/*_test.c))
 # Kernel CI's build of them (scripts/test/check.sh runs the result): a
 # linux-source tree with just what `make -C tools/testing/selftests` needs,
