@@ -70,10 +70,7 @@ FIXTURE_TEARDOWN(pt)
 		close(self->fd);
 	if (self->kmsg >= 0)
 		close(self->kmsg);
-	pt_st_buf_free(&self->b);
-	pt_st_decoded_free(&self->dec);
-	pt_st_set_param("snapshot", "1");
-	ret = pt_st_mod_ensure_default();
+	ret = pt_st_session_cleanup(&self->b, &self->dec);
 	/*
 	 * No TH_LOG on the EXPECT: after a failed ASSERT the harness's
 	 * trigger is still set and would print it even on success.
@@ -87,10 +84,7 @@ FIXTURE_TEARDOWN(pt)
 /* Open a session and read its header into self->b / self->hi. */
 static int start_session(FIXTURE_DATA(pt) *self, int flags)
 {
-	self->fd = pt_st_open_dev(O_RDONLY | O_CLOEXEC | flags);
-	if (self->fd < 0)
-		return -errno;
-	return pt_st_read_header(self->fd, &self->b, &self->hi);
+	return pt_st_start_session(&self->fd, flags, &self->b, &self->hi);
 }
 
 /* ----------------------------------------------------------------- tests */

@@ -361,6 +361,20 @@ void pt_st_decode_mem(const unsigned char *p, size_t len,
 /* pt_st_decoded_free() - free what pt_st_decode_mem() allocated in @d. */
 void pt_st_decoded_free(struct pt_st_decoded *d);
 
+/*
+ * pt_st_start_session() - open a session (pt_st_open_dev(), O_RDONLY |
+ * O_CLOEXEC | @flags) into *@fd, and read its header into @b and @hi.
+ * Return: 0 or -errno; *@fd is -1 if the open failed.
+ */
+int pt_st_start_session(int *fd, int flags, struct pt_st_buf *b, struct pt_st_hdr *hi);
+
+/*
+ * pt_st_session_cleanup() - what a session fixture's teardown undoes: free
+ * @b and @d, turn the snapshot back on, and reload pagetrace with its
+ * defaults if a test changed them.  Return: 0, or -errno from the reload.
+ */
+int pt_st_session_cleanup(struct pt_st_buf *b, struct pt_st_decoded *d);
+
 /* The CPUs pt_st_count_stream() counts. */
 #define PT_ST_MAX_CPUS	512
 

@@ -429,3 +429,19 @@ void pt_st_count_stream(const struct pt_st_buf *b, struct pt_st_counts *d,
 	}
 	pgtrace_reader_close(r);
 }
+
+int pt_st_start_session(int *fd, int flags, struct pt_st_buf *b, struct pt_st_hdr *hi)
+{
+	*fd = pt_st_open_dev(O_RDONLY | O_CLOEXEC | flags);
+	if (*fd < 0)
+		return -errno;
+	return pt_st_read_header(*fd, b, hi);
+}
+
+int pt_st_session_cleanup(struct pt_st_buf *b, struct pt_st_decoded *d)
+{
+	pt_st_buf_free(b);
+	pt_st_decoded_free(d);
+	pt_st_set_param("snapshot", "1");
+	return pt_st_mod_ensure_default();
+}

@@ -274,11 +274,25 @@ run_vm() {
 	done
 }
 
+# make_share PREFIX DIR KO GT-KO: a fresh share for the VM in DIR: the
+# module KO, the ground-truth module GT-KO, the static CLI, the TESTS
+# binaries and run.sh.
+make_share() {
+	local P=$1 S=$2 f t
+	rm -rf "$S"
+	mkdir -p "$S/tests" "$S/results"
+	for f in "$3" "$4" "$STATIC_CLI"; do
+		if [ -f "$f" ]; then cp "$f" "$S/"; else echo "$P # missing: ${f#"$ROOT"/}"; fi
+	done
+	for t in "${TESTS[@]}"; do cp "selftests/$t" "$S/tests/"; done
+	write_run_sh >"$S/run.sh"
+}
+
 # The debug kernel: build or reuse it, build the modules against it (no
 # DKMS, no sparse: those are checked on the Debian kernels), boot its
 # bzImage with no module but ours, run everything.
 check_debug() {
-	local P="[debug]" kd rel B S f tc vm_bins=()
+	local P="[debug]" kd rel B S tc vm_bins=()
 	# KASAN and lockdep make everything several times slower under TCG.
 	# The VM's limit keeps a hang within CI's 90 minutes.
 	local TEST_TIMEOUT=${DEBUG_TEST_TIMEOUT:-900} VM_TIMEOUT=${DEBUG_VM_TIMEOUT:-2400}
@@ -290,13 +304,7 @@ check_debug() {
 	B=$ROOT/build/$rel
 	step "$P" "kbuild-$rel" make -j"$(nproc)" kbuild KVER="$rel" KDIR="$kd" || return
 	S=$B/share
-	rm -rf "$S"
-	mkdir -p "$S/tests" "$S/results"
-	for f in "$B/pagetrace.ko" "$B/selftests/gt_module/pagetrace_gt.ko" "$STATIC_CLI"; do
-		if [ -f "$f" ]; then cp "$f" "$S/"; else echo "$P # missing: ${f#"$ROOT"/}"; fi
-	done
-	for t in "${TESTS[@]}"; do cp "selftests/$t" "$S/tests/"; done
-	write_run_sh >"$S/run.sh"
+	make_share "$P" "$S" "$B/pagetrace.ko" "$B/selftests/gt_module/pagetrace_gt.ko"
 	say "booting $rel under QEMU (console: ${S#"$ROOT"/}/console.log)"
 	tc=$(command -v trace-cmd || true)
 	[ -n "$tc" ] && vm_bins=(--bin "$tc")
@@ -316,7 +324,7 @@ check_debug() {
 # (module/clock.c; with two vCPUs it is local_clock() itself).
 # check_one_cpu RELEASE KO VM-KERNEL-ARGS...
 check_one_cpu() {
-	local rel=$1 ko=$2 P="[$1 1cpu]" S=$ROOT/build/$1/share-1cpu f t
+	local rel=$1 ko=$2 P="[$1 1cpu]" S=$ROOT/build/$1/share-1cpu t
 	local all=("${TESTS[@]}")
 	shift 2
 	TESTS=()
@@ -324,13 +332,7 @@ check_one_cpu() {
 		[[ " ${all[*]} " == *" $t "* ]] && TESTS+=("$t")
 	done
 	if [ ${#TESTS[@]} -gt 0 ]; then
-		rm -rf "$S"
-		mkdir -p "$S/tests" "$S/results"
-		for f in "$ko" "$ROOT/build/$rel/selftests/gt_module/pagetrace_gt.ko" "$STATIC_CLI"; do
-			[ -f "$f" ] && cp "$f" "$S/"
-		done
-		for t in "${TESTS[@]}"; do cp "selftests/$t" "$S/tests/"; done
-		write_run_sh >"$S/run.sh"
+		make_share "$P" "$S" "$ko" "$ROOT/build/$rel/selftests/gt_module/pagetrace_gt.ko"
 		say "booting $rel under QEMU with one vCPU (console: ${S#"$ROOT"/}/console.log)"
 		run_vm "$P" "$S" "$@" --cpus 1
 	fi
@@ -464,13 +466,7 @@ for flavour in $KERNELS; do
 	step "$P" "dkms-build-$rel" make dkms-build KVER="$rel"
 
 	S=$B/share
-	rm -rf "$S"
-	mkdir -p "$S/tests" "$S/results"
-	for f in "$dkms_ko" "$B/selftests/gt_module/pagetrace_gt.ko" "$STATIC_CLI"; do
-		if [ -f "$f" ]; then cp "$f" "$S/"; else echo "$P # missing: ${f#"$ROOT"/}"; fi
-	done
-	for t in "${TESTS[@]}"; do cp "selftests/$t" "$S/tests/"; done
-	write_run_sh >"$S/run.sh"
+	make_share "$P" "$S" "$dkms_ko" "$B/selftests/gt_module/pagetrace_gt.ko"
 
 	say "booting $rel under QEMU (console: ${S#"$ROOT"/}/console.log)"
 	# Two NUMA nodes, so that pages can migrate between them; trace-cmd
