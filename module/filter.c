@@ -11,7 +11,7 @@
  * An empty value (or "all") keeps everything.  Each parameter is checked
  * when it is set, so a bad value fails insmod (or the write to sysfs) with
  * a message; like the others, they are read when a session starts.  The
- * hooks apply the filter in pt_emit() before anything is written: a left
+ * hooks apply the filter (filter.h) in pt_emit() before anything is written: a left
  * out event is counted in the CPU's filtered, not lost.
  *
  * The cgroup is looked up again at session start, and the session holds
@@ -33,7 +33,6 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/nodemask.h>
-#include <linux/rcupdate.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
 
@@ -212,6 +211,7 @@ int pt_filter_setup(struct pt_filter *f)
 {
 	char path[PT_CGROUP_PATH_MAX];
 	struct cgroup *cgrp;
+	unsigned int type;
 
 	kernel_param_lock(THIS_MODULE);
 	f->types = pt_types;
@@ -230,6 +230,8 @@ int pt_filter_setup(struct pt_filter *f)
 		}
 		f->cgrp = cgrp;
 	}
+	for (type = PAGETRACE_EV_ALLOC; type <= PAGETRACE_EV_RECLAIM; type++)
+		f->keep[type] = f->types & BIT(type) ? f->orders : 0;
 	f->active = f->types != PT_ALL_TYPES || f->orders != U64_MAX ||
 		    !f->all_nodes || f->cgrp;
 	return 0;
@@ -245,42 +247,6 @@ void pt_filter_release(struct pt_filter *f)
 bool pt_filter_keeps_node(const struct pt_filter *f, int nid)
 {
 	return f->all_nodes || node_isset(nid, f->nodes);
-}
-
-/* Whether the task running the hook is in the filter's cgroup. */
-static bool pt_filter_keeps_task(const struct pt_filter *f)
-{
-	bool in;
-
-	if (!in_task())
-		return false;
-	rcu_read_lock();
-	in = cgroup_is_descendant(task_dfl_cgroup(current), f->cgrp);
-	rcu_read_unlock();
-	return in;
-}
-
-/**
- * pt_filter_keeps - whether the session records an event
- * @f: the session's filter, active
- * @type: PAGETRACE_EV_*
- * @pfn: its first page
- * @npages: its pages
- *
- * Called from the hot path, with interrupts off.
- *
- * Return: true to record the event, false to count it as filtered.
- */
-bool pt_filter_keeps(const struct pt_filter *f, unsigned int type,
-		     unsigned long pfn, unsigned long npages)
-{
-	unsigned int order = npages > 1 ? fls64(npages - 1) : 0;
-
-	if (!(f->types & BIT(type)) || !(f->orders & BIT_ULL(order)))
-		return false;
-	if (!f->all_nodes && !node_isset(page_to_nid(pfn_to_page(pfn)), f->nodes))
-		return false;
-	return !f->cgrp || pt_filter_keeps_task(f);
 }
 
 /* The header record. */

@@ -43,6 +43,7 @@
 #include <linux/workqueue.h>
 
 #include "../uapi/linux/pagetrace.h"
+#include "filter.h"
 
 struct cgroup;
 struct file;
@@ -60,26 +61,9 @@ struct pt_origin {
 	unsigned long	func;
 };
 
-/*
- * struct pt_filter - which events a session keeps (filter.c)
- * @active: any of the rest leaves something out
- * @types: BIT(PAGETRACE_EV_*) of the types kept
- * @orders: BIT_ULL(order) of the orders kept
- * @all_nodes: every node kept, @nodes not looked at
- * @nodes: the nodes kept
- * @cgrp: only events of tasks in this cgroup or below it, or NULL; the
- *	  session holds a reference
- *
- * Set up before the probes are attached, read-only while they are.
- */
-struct pt_filter {
-	bool		active;
-	bool		all_nodes;
-	u8		types;
-	u64		orders;
-	nodemask_t	nodes;
-	struct cgroup	*cgrp;
-};
+/* pt_cpu.checks: what the fast path tests besides room and time. */
+#define PT_CHECK_FILTER		BIT(0)	/* the session has a filter */
+#define PT_CHECK_SAMPLE		BIT(1)	/* allocations' stacks are sampled */
 
 /* Entries of a CPU's cache of tgids already named in its open chunk. */
 #define PT_NAME_CACHE		64
@@ -147,7 +131,7 @@ struct pt_cpu {
 	u32			len;		/* words used */
 	u32			end;		/* @cap while @chunk is set, else 0 */
 	u32			cap;		/* words that fit */
-	bool			slow;		/* filter or stacks: no fast path */
+	u8			checks;		/* PT_CHECK_*: per-event tests */
 	u64			base;		/* time base of the last sync */
 	u64			seq;		/* seq of the next chunk to close */
 	u64			lost;		/* dropped since the last close */
@@ -377,15 +361,6 @@ int pt_header_build(struct pt_session *sess);
 void pt_header_set_backend(struct pt_session *sess);
 void pt_header_set_flags(struct pt_session *sess, u32 flags);
 struct zone *pt_next_zone(struct zone *zone);
-
-/* filter.c */
-int pt_filter_setup(struct pt_filter *f);
-void pt_filter_release(struct pt_filter *f);
-bool pt_filter_keeps_node(const struct pt_filter *f, int nid);
-bool pt_filter_keeps(const struct pt_filter *f, unsigned int type,
-		     unsigned long pfn, unsigned long npages);
-void pt_filter_record(const struct pt_filter *f,
-		      struct pagetrace_rec_filter *rec);
 
 /* stacks.c */
 int pt_stacks_alloc(struct pt_session *sess);

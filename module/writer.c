@@ -317,6 +317,7 @@ lost:
  * Everything unusual, out of line so that the fast path saves no register
  * for a call.  Entered by a tail call with interrupts off (@flags is what
  * they were before), which it restores; @c->now holds the event's time.
+ * The event is one the session's filter keeps (pt_emit_event() decided).
  */
 static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 					  unsigned long pfn,
@@ -324,11 +325,7 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 					  const struct pt_origin *origin,
 					  unsigned long flags)
 {
-	if (unlikely(c->sess->filter.active) &&
-	    !pt_filter_keeps(&c->sess->filter, type, pfn, npages))
-		c->stats.filtered++;
-	else
-		pt_write(c, type, pfn, npages, origin, c->now);
+	pt_write(c, type, pfn, npages, origin, c->now);
 	pt_writer_exit(c);
 	local_irq_restore(flags);
 }
@@ -355,7 +352,8 @@ void pt_writers_publish(struct pt_session *sess)
 	for_each_possible_cpu(cpu) {
 		struct pt_cpu *c = &sess->cpus[cpu];
 
-		c->slow = sess->filter.active || c->stacks;
+		c->checks = (sess->filter.active ? PT_CHECK_FILTER : 0) |
+			    (c->stacks ? PT_CHECK_SAMPLE : 0);
 		/* Release: the writer state above before the pointer. */
 		smp_store_release(per_cpu_ptr(&pt_writer, cpu), c);
 	}
@@ -378,8 +376,8 @@ void pt_writers_clear(void)
  * The fast path: an event of fewer than 1024 pages well inside the PFN
  * field (pt_write() checks those near its top), by the task of the
  * previous event, that fits in the open buffer within a delta of its time
- * base, in a session without a filter or sampled stacks.  That is almost
- * every event.  With the TSC clock (@tsc, a constant) it is a leaf: about
+ * base, that the session's filter keeps and that is not the allocation a
+ * stack is sampled at.  That is almost every event.  With the TSC clock (@tsc, a constant) it is a leaf: about
  * 60 instructions, no call, one register saved.  Anything else goes to
  * pt_emit_slow() with the same @now.
  *
@@ -405,8 +403,18 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	 * attempts != events + lost + filtered (checked by the selftests).
 	 */
 	c->stats.attempts++;
+	/*
+	 * The filter first, before the clock is read: an event left out costs
+	 * less than one recorded.  It is decided here, once; the slow path
+	 * takes only events the filter keeps.
+	 */
+	if (unlikely(c->checks & PT_CHECK_FILTER) &&
+	    !pt_filter_keeps(&c->sess->filter, type, pfn, npages)) {
+		c->stats.filtered++;
+		goto done;
+	}
 	now = tsc ? pt_tsc_now() : local_clock();
-	if (unlikely(c->slow || c->len >= c->end))
+	if (unlikely(c->len >= c->end))
 		goto slow;
 	/* Unsigned: a time before the base (skew) takes the slow path too. */
 	delta = now - c->base;
@@ -417,9 +425,22 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	if (likely(c->tasks) &&
 	    unlikely((in_task() ? current->tgid : 0) != c->task))
 		goto slow;
+	/*
+	 * Sampled stacks count allocated pages down to the next sample; the
+	 * allocation that reaches it goes to the slow path, whose
+	 * pt_sample_due() counts it and takes the stack.  Counted only here,
+	 * after the last goto slow, so that no allocation is counted twice.
+	 */
+	if (unlikely(c->checks & PT_CHECK_SAMPLE) &&
+	    type == PAGETRACE_EV_ALLOC) {
+		if (c->sample_left <= (s64)npages)
+			goto slow;
+		c->sample_left -= npages;
+	}
 	c->words[c->len++] =
 		cpu_to_le64(pagetrace_event_word(delta, pfn, npages, type));
 	c->stats.events++;
+done:
 	pt_writer_exit(c);
 out:
 	local_irq_restore(flags);

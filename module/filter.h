@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The session's filter as the hooks test it: set up by filter.c from the
+ * filter_* parameters when a session starts, read-only while its probes
+ * are attached, and tested inline on every event (pt_filter_keeps()), so
+ * that a filter which keeps everything costs a few instructions and no
+ * call, and one which drops an event costs less than recording it.
+ */
+#ifndef PAGETRACE_FILTER_H
+#define PAGETRACE_FILTER_H
+
+#include <linux/bitops.h>
+#include <linux/cgroup.h>
+#include <linux/compiler.h>
+#include <linux/mm.h>
+#include <linux/nodemask.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
+#include <linux/types.h>
+
+#include "../uapi/linux/pagetrace.h"
+
+struct pagetrace_rec_filter;
+
+/**
+ * struct pt_filter - which events a session keeps
+ * @active: any of the rest leaves something out
+ * @all_nodes: every node kept, @nodes not looked at
+ * @types: BIT(PAGETRACE_EV_*) of the types kept
+ * @orders: BIT_ULL(order) of the orders kept
+ * @keep: per event type, BIT_ULL(order) of the orders kept: @orders, or 0
+ *	  for a type left out; one load decides both
+ * @nodes: the nodes kept
+ * @cgrp: only events of tasks in this cgroup or below it, or NULL; the
+ *	  session holds a reference
+ *
+ * Set up before the probes are attached, read-only while they are.
+ */
+struct pt_filter {
+	bool		active;
+	bool		all_nodes;
+	u8		types;
+	u64		orders;
+	u64		keep[PAGETRACE_EV_RECLAIM + 1];
+	nodemask_t	nodes;
+	struct cgroup	*cgrp;
+};
+
+/*
+ * Whether the task running the hook is in the filter's cgroup.  No
+ * rcu_read_lock(): the hooks run with interrupts off, which is an RCU
+ * read-side critical section for every flavour of RCU, and css_sets and
+ * cgroups are freed only after a grace period.
+ */
+static __always_inline bool pt_filter_keeps_task(const struct pt_filter *f)
+{
+	return in_task() &&
+	       cgroup_is_descendant(task_dfl_cgroup(current), f->cgrp);
+}
+
+/**
+ * pt_filter_keeps - whether the session records an event
+ * @f: the session's filter, active
+ * @type: PAGETRACE_EV_ALLOC, _FREE or _RECLAIM
+ * @pfn: its first page
+ * @npages: its pages
+ *
+ * Called from the hot path, interrupts off: a table load and a bit test
+ * for the type and order, the page's flags for a node filter, the task's
+ * css_set for a cgroup filter.  Nothing that takes a lock or calls out.
+ *
+ * Return: true to record the event, false to count it as filtered.
+ */
+static __always_inline bool pt_filter_keeps(const struct pt_filter *f,
+					    unsigned int type,
+					    unsigned long pfn,
+					    unsigned long npages)
+{
+	/* log2 of npages rounded up, as the orders parameter counts them. */
+	unsigned int order = npages > 1 ? fls64(npages - 1) : 0;
+
+	if (!(f->keep[type] & BIT_ULL(order & 63)))
+		return false;
+	if (!f->all_nodes &&
+	    !node_isset(page_to_nid(pfn_to_page(pfn)), f->nodes))
+		return false;
+	return !f->cgrp || pt_filter_keeps_task(f);
+}
+
+int pt_filter_setup(struct pt_filter *f);
+void pt_filter_release(struct pt_filter *f);
+bool pt_filter_keeps_node(const struct pt_filter *f, int nid);
+void pt_filter_record(const struct pt_filter *f,
+		      struct pagetrace_rec_filter *rec);
+
+#endif /* PAGETRACE_FILTER_H */
