@@ -92,24 +92,31 @@ start() {
 		echo 1 >/sys/kernel/debug/pt_bench/empty_kprobes ||
 			echo "pt_bench cannot place its kprobes"
 		;;
-	loaded|pt-kprobe|pt-tracepoint|pt-local|pt-notasks|pt-stacks|pt-filter)
+	loaded|pt-kprobe|pt-tracepoint|pt-local|pt-notasks|pt-stacks|pt-filter*)
 		grep -q '^pagetrace ' /proc/modules || insmod $H/pagetrace.ko ||
 			{ echo "insmod pagetrace.ko failed"; return; }
 		[ $1 = loaded ] && return
 		# All on the default backend (tracepoints).  pt-stacks: a call
 		# stack every 128 pages (512 KiB, Go's default MemProfileRate);
 		# pt-filter: a node filter that keeps every event, so each one
-		# pays for the test; pt-local: local_clock() instead of the TSC;
-		# pt-notasks: no task records and names (tasks=0).
+		# pays for the test; pt-filter-orders and pt-filter-cgroup the
+		# same with an order filter (0-10) and the root cgroup (which
+		# leaves out only events in interrupts); pt-filter-drop keeps
+		# reclaims only, so it shows what a dropped event costs;
+		# pt-local: local_clock() instead of the TSC; pt-notasks: no task
+		# records and names (tasks=0).
 		echo 0 >$PARAMS/stack_rate
 		echo 1 >$PARAMS/tasks
-		echo >$PARAMS/filter_nodes
+		for f in nodes orders cgroup types; do echo >$PARAMS/filter_$f; done
 		echo auto >$PARAMS/clock
 		case $1 in
 		pt-local) echo auto >$PARAMS/hook; echo local >$PARAMS/clock ;;
 		pt-notasks) echo auto >$PARAMS/hook; echo 0 >$PARAMS/tasks ;;
 		pt-stacks) echo auto >$PARAMS/hook; echo 128 >$PARAMS/stack_rate ;;
 		pt-filter) echo auto >$PARAMS/hook; echo 0 >$PARAMS/filter_nodes ;;
+		pt-filter-orders) echo auto >$PARAMS/hook; echo 0-10 >$PARAMS/filter_orders ;;
+		pt-filter-cgroup) echo auto >$PARAMS/hook; echo / >$PARAMS/filter_cgroup ;;
+		pt-filter-drop) echo auto >$PARAMS/hook; echo reclaim >$PARAMS/filter_types ;;
 		*) echo ${1#pt-} >$PARAMS/hook ;;
 		esac
 		$H/pt_work rusage /tmp/ru -- $H/pagetrace record --json \

@@ -20,7 +20,8 @@ import statistics
 import sys
 
 ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "pt-local",
-         "pt-notasks", "pt-stacks", "pt-filter", "kprobe-empty", "trace-cmd",
+         "pt-notasks", "pt-stacks", "pt-filter", "pt-filter-orders",
+         "pt-filter-cgroup", "pt-filter-drop", "kprobe-empty", "trace-cmd",
          "ftrace-raw", "perf", "bpftrace"]
 PEERS = ["trace-cmd", "ftrace-raw", "perf", "bpftrace"]
 WORKLOAD_DOC = {
@@ -207,12 +208,40 @@ def markdown(summary, unavailable, meta):
                  f"{g('pt-tracepoint', 'trace-cmd')} | {g('pt-tracepoint', 'ftrace-raw')} | "
                  f"{'/'.join(f'{b:.2f}' for b in bpe) or '–'} | {nt} | "
                  f"{'/'.join(f'{x:.0f}' for x in lost) or '–'} | {ld} |")
+    L += options_table(summary)
     L += ["", "Goals (the issue): kprobe ≤ 0.3× (hook=kprobe) "
           "and tracepoint ≤ 0.2× ftrace's added ns/event; "
           "≤ 8.3 B/event; 0 lost; no cost when loaded without a session.  Empty kprobes: "
           "pt_bench's kprobes with empty handlers where the kprobe backend hooks, "
           "the kprobe core's own cost.", ""]
     return "\n".join(L)
+
+
+# The options, each against the plain path of the same backend.
+OPTIONS = ["pt-stacks", "pt-filter", "pt-filter-orders", "pt-filter-cgroup", "pt-filter-drop"]
+
+
+def options_table(summary):
+    """Each option's added ns/event over pt-tracepoint's (the default, plain)."""
+    have = [c for c in OPTIONS if any(c in ws["contenders"] for ws in summary.values())]
+    if not have:
+        return []
+    L = ["", "Options against the plain default backend: added ns/event ÷ "
+         "pt-tracepoint's, same workload, same run.", "",
+         "| workload | " + " | ".join(have) + " |",
+         "|---|" + "---:|" * len(have)]
+    for w, ws in summary.items():
+        cs = ws["contenders"]
+        base = cs.get("pt-tracepoint", {}).get("added_ns_per_event")
+        cells = []
+        for c in have:
+            a = cs.get(c, {}).get("added_ns_per_event")
+            cells.append(f"{a['median'] / base['median']:.2f}"
+                         if a and base and base["median"] > 0 else "–")
+        L.append(f"| {w} | " + " | ".join(cells) + " |")
+    L += ["", "Goals (the performance issue): a filter that keeps every event ≤ 1.10; "
+          "one that drops the events (pt-filter-drop) < 1.00; stack_rate=128 ≤ 1.20 on k0."]
+    return L
 
 
 def main():

@@ -32,6 +32,10 @@
 #               pt-stacks (the default hook, a call stack every 128
 #               pages: stack_rate=128), pt-filter (the default hook, a node
 #               filter that keeps every event: filter_nodes=0),
+#               pt-filter-orders, pt-filter-cgroup (filters that keep
+#               every event: filter_orders=0-10, filter_cgroup=/),
+#               pt-filter-drop (filter_types=reclaim: drops the
+#               workloads' events, the cost of one left out),
 #               trace-cmd (record -e kmem:mm_page_alloc -e kmem:mm_page_free),
 #               ftrace-raw (one cat per CPU of per_cpu/cpuN/trace_pipe_raw),
 #               perf (record -a -e the same two), bpftrace (counting them)
@@ -76,7 +80,7 @@ else
 fi
 MEM=${BENCH_MEM:-3072}
 WORKLOADS=${BENCH_WORKLOADS:-k0 k3 mmap fork read}
-CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-local pt-notasks pt-stacks pt-filter kprobe-empty trace-cmd ftrace-raw perf bpftrace}
+CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-local pt-notasks pt-stacks pt-filter pt-filter-orders pt-filter-cgroup pt-filter-drop kprobe-empty trace-cmd ftrace-raw perf bpftrace}
 
 if [ "$(id -u)" = 0 ]; then
 	# shellcheck disable=SC2086 # a list
