@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pagetrace convert: a trace as CSV (one row per event, stream order) or as
+ * pagetrace convert: a trace as CSV (one row per event, stream order), as
  * a Chrome JSON trace (the trace event format Perfetto and chrome://tracing
  * open): counter tracks of pages in use per zone and per order, and an
- * instant event per reclaim burst.  Counters are sampled at most once per
+ * instant event per reclaim burst, or as a trace-cmd data file
+ * (tracedat.c).  Counters are sampled at most once per
  * --interval (the state after the first event past each interval
  * boundary), so a trace of any length stays a size Perfetto can load;
  * changes that come and go within one interval do not show.
@@ -15,17 +16,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cmd.h"
+#include "tracedat.h"
 
-enum { TO_NONE, TO_CSV, TO_PERFETTO };
+enum { TO_NONE, TO_CSV, TO_PERFETTO, TO_TRACECMD };
 
 static void convert_usage(FILE *f)
 {
-	fprintf(f, "usage: pagetrace convert --to csv|perfetto [-o OUT] [--go] FILE\n"
+	fprintf(f, "usage: pagetrace convert --to csv|perfetto|trace-cmd [-o OUT] [--go] FILE\n"
 		   "  -t, --to FORMAT       csv: one row per event, in stream order\n"
 		   "                        perfetto: Chrome JSON trace events (Perfetto UI,\n"
 		   "                        chrome://tracing): pages in use per zone and per\n"
 		   "                        order, reclaim bursts\n"
+		   "                        trace-cmd: a trace.dat file (version 6) for\n"
+		   "                        trace-cmd report and KernelShark: the events as\n"
+		   "                        kmem:mm_page_alloc, kmem:mm_page_free,\n"
+		   "                        pagetrace:page_reclaim, pagetrace:page_snapshot\n"
+		   "                        (pfn, order, npages; pid = tgid), lost events as\n"
+		   "                        trace-cmd's EVENTS DROPPED marks; not with --go\n"
 		   "  -o, --output OUT      write OUT instead of stdout\n"
 		   "  -g, --go              FILE is a Go runtime page trace (GODEBUG=pagetrace)\n"
 		   "  -i, --interval US     perfetto: counter samples at most every US\n"
@@ -234,6 +243,8 @@ int cmd_convert(int argc, char **argv)
 				to = TO_CSV;
 			} else if (!strcmp(optarg, "perfetto")) {
 				to = TO_PERFETTO;
+			} else if (!strcmp(optarg, "trace-cmd")) {
+				to = TO_TRACECMD;
 			} else {
 				fprintf(stderr, "pagetrace: unknown format '%s'\n", optarg);
 				return EXIT_USAGE;
@@ -266,6 +277,16 @@ int cmd_convert(int argc, char **argv)
 		convert_usage(stderr);
 		return EXIT_USAGE;
 	}
+	if (to == TO_TRACECMD && (flags & PGTRACE_READER_GO)) {
+		fprintf(stderr, "pagetrace: --to trace-cmd needs a pagetrace stream: a Go trace's"
+			" pages are not the kernel's\n");
+		return EXIT_USAGE;
+	}
+	/* Binary: refuse a terminal rather than fill it with bytes. */
+	if (to == TO_TRACECMD && !outpath && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "pagetrace: --to trace-cmd writes a binary file: give -o FILE\n");
+		return EXIT_USAGE;
+	}
 	path = argv[optind];
 	r = open_trace(path, flags, &fd);
 	if (!r)
@@ -280,6 +301,8 @@ int cmd_convert(int argc, char **argv)
 	}
 	if (to == TO_CSV)
 		ret = to_csv(r, out);
+	else if (to == TO_TRACECMD)
+		ret = tracedat_write(r, out);
 	else
 		ret = to_perfetto(r, out, &p, path);
 	if (ret < 0)
