@@ -113,7 +113,7 @@ static void block_put(struct by_task *b, uint64_t pfn, uint64_t npages,
 	struct owned *o;
 
 	if (2 * (b->nr_blocks + 1) > b->bcap) {
-		size_t cap = b->bcap ? 2 * b->bcap : 1024, i;
+		size_t cap = b->bcap ? 2 * b->bcap : 1024, old_cap, i;
 		struct owned *old = b->blocks, *nb = malloc(cap * sizeof(*nb));
 
 		if (!nb) {
@@ -122,11 +122,13 @@ static void block_put(struct by_task *b, uint64_t pfn, uint64_t npages,
 		}
 		for (i = 0; i < cap; i++)
 			nb[i].pfn = UINT64_MAX;
+		/* The new size first: block_slot() hashes with it. */
 		b->blocks = nb;
-		for (i = 0; i < b->bcap; i++)
+		old_cap = b->bcap;
+		b->bcap = cap;
+		for (i = 0; i < old_cap; i++)
 			if (old[i].pfn != UINT64_MAX)
 				*block_slot(b, old[i].pfn) = old[i];
-		b->bcap = cap;
 		free(old);
 	}
 	o = block_slot(b, pfn);
