@@ -17,6 +17,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
 int cmd_pprof(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 /*
  * Append symbol chunks naming the stack frames of the trace at @path, from
  * the kallsyms file @kallsyms (symbolize.c).  @from_record: quietly do
@@ -32,6 +33,13 @@ int open_kallsyms(const char *path, const struct pagetrace_rec_stacks *st,
 		  struct pgtrace_kallsyms **out, bool quiet);
 /* stats --by task (bytask.c): print per-process totals; 0 or -errno. */
 int stats_by_task(struct pgtrace_reader *r, const char *path, bool json);
+/*
+ * stats --reclaim (reclaim.c): reclaim by allocating task and stack, and
+ * with @list every reclaim part; 0 or -errno.
+ */
+int stats_reclaim(struct pgtrace_reader *r, const char *path, bool json, bool list);
+/* A duration for tables: "950 ns", "12.5 us", "3.2 ms", "1.5 s" (@buf >= 32 bytes). */
+void fmt_ns(char *buf, uint64_t ns);
 
 /*
  * Per-process totals (bytask.c), collected by an analysis run with

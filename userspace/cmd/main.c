@@ -18,6 +18,7 @@ static const struct {
 	{ "report", cmd_report, "report FILE -o report.html    one HTML page with figures" },
 	{ "symbolize", cmd_symbolize, "symbolize [--kallsyms PATH] FILE  append names of the stack frames" },
 	{ "pprof", cmd_pprof, "pprof FILE -o OUT.pb.gz [--kallsyms PATH]  sampled stacks for go tool pprof" },
+	{ "top", cmd_top, "top [-d SECS] [-n ITER] [-b] [--replay FILE [--speed X]]  live view (root), or a replay" },
 };
 
 static void usage(FILE *f)
