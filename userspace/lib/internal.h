@@ -2,6 +2,7 @@
 /*
  * What the library's files share.  Calls go down, never up:
  *
+ *   reclaim.c             who allocated what reclaim took: an analysis hook
  *   analysis.c, stats.c   what the tools ask for, over a reader
  *     (analysis.c over merge.c, apply.c, blocks.c: see analysis.h)
  *   header.c, reader.c    opening a stream, decoding its chunks

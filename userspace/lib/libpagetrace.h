@@ -703,6 +703,221 @@ uint64_t pgtrace_life_bucket_ns(unsigned int bucket);
 uint64_t pgtrace_life_percentile(const struct pgtrace_life_hist *h, double pct);
 
 /*
+ * Who caused reclaim (reclaim.c): each page a reclaim event takes traced
+ * back to the allocation that handed it out, with that allocation's task,
+ * sampled stack (if it was sampled), order and time, so that reclaim can
+ * be summed up by the tasks and stacks whose pages it took.
+ *
+ * It runs as an event hook of pgtrace_analysis_collect(), so it sees the
+ * events in time order, and keeps its own map of the blocks allocated
+ * (64 to 100 bytes a block, besides the analysis's): it follows the same
+ * rules as the analysis (a block freed in part leaves naturally aligned
+ * pieces, found from any page in them), so a reclaim that the analysis
+ * counts as unmatched is "unknown" here too.  Pages reclaimed from a
+ * piece count against the allocation the piece came from.
+ *
+ * Nothing is guessed: pages whose allocation is not in the trace are
+ * counted apart, as PGTRACE_RECLAIM_SNAPSHOT (listed in the snapshot:
+ * allocated before the session, by nobody known) or PGTRACE_RECLAIM_UNKNOWN
+ * (no allocation known at all: before the session without a snapshot, or
+ * an allocation event lost).
+ */
+enum pgtrace_reclaim_origin {
+	PGTRACE_RECLAIM_TRACED		= 0,	/* allocated in the trace */
+	PGTRACE_RECLAIM_SNAPSHOT	= 1,	/* allocated before it, per the snapshot */
+	PGTRACE_RECLAIM_UNKNOWN		= 2,	/* no allocation known */
+};
+
+/**
+ * struct pgtrace_reclaim_part - pages of one reclaim event from one allocation
+ * @time_ns: the reclaim event's time
+ * @pfn, @npages: the pages reclaimed, all from one allocation (or none known)
+ * @task: the reclaiming task (kswapd, or the task in direct reclaim)
+ * @origin: enum pgtrace_reclaim_origin; the @alloc_* fields are valid only
+ *	    with PGTRACE_RECLAIM_TRACED (else 0, @alloc_task PGTRACE_TASK_UNKNOWN)
+ * @alloc_ns: when the allocation was made
+ * @life_ns: @time_ns - @alloc_ns (0 if the clocks of two CPUs say otherwise)
+ * @alloc_pfn, @alloc_npages: the whole block the allocation got
+ * @alloc_task: the allocating task (tgid; 0 the kernel, PGTRACE_TASK_UNKNOWN
+ *		without a task record)
+ * @alloc_stack: 0 if the allocation was not sampled, else its stack id,
+ *		 PGTRACE_STACK_UNKNOWN if sampled with an unknown stack
+ * @alloc_order: log2 of @alloc_npages rounded up (pgtrace_life_order())
+ */
+struct pgtrace_reclaim_part {
+	uint64_t	time_ns;
+	uint64_t	pfn;
+	uint64_t	npages;
+	int64_t		task;
+	uint64_t	alloc_ns;
+	uint64_t	life_ns;
+	uint64_t	alloc_pfn;
+	uint64_t	alloc_npages;
+	int64_t		alloc_task;
+	uint32_t	alloc_stack;
+	uint32_t	alloc_order;
+	uint32_t	origin;
+	uint32_t	__pad;
+};
+
+/*
+ * Lifetimes of reclaimed pages, one count per page: exact below 8 steps of
+ * 128 ns, then 4 buckets per power of two (each at most 25% wide).
+ */
+#define PGTRACE_RECLAIM_LIFE_EXACT	8
+#define PGTRACE_RECLAIM_LIFE_BUCKETS	(PGTRACE_RECLAIM_LIFE_EXACT + 54 * 4)
+
+/**
+ * struct pgtrace_reclaim_life - how long reclaimed pages lived
+ * @pages: pages counted
+ * @sum_ns: the sum of their lifetimes, a page at a time (for the mean)
+ * @min_ns, @max_ns: shortest and longest, exact
+ * @buckets: pages per bucket; see pgtrace_reclaim_bucket_ns()
+ */
+struct pgtrace_reclaim_life {
+	uint64_t	pages;
+	uint64_t	sum_ns;
+	uint64_t	min_ns;
+	uint64_t	max_ns;
+	uint64_t	buckets[PGTRACE_RECLAIM_LIFE_BUCKETS];
+};
+
+/**
+ * struct pgtrace_reclaim_group - reclaim of the pages of one task or one stack
+ * @key: the allocating tgid (by_task), or the stack id (by_stack: 0 for
+ *	 allocations that were not sampled, PGTRACE_STACK_UNKNOWN for samples
+ *	 with an unknown stack)
+ * @pages: its pages reclaimed
+ * @blocks: its allocations that lost at least one page to reclaim
+ * @parts: pieces of reclaim events (an event takes pages of one or more
+ *	   allocations: one part each)
+ * @life: the lifetimes of those pages
+ */
+struct pgtrace_reclaim_group {
+	int64_t		key;
+	uint64_t	pages;
+	uint64_t	blocks;
+	uint64_t	parts;
+	struct pgtrace_reclaim_life life;
+};
+
+/**
+ * struct pgtrace_reclaim_params - hooks of the reclaim attribution
+ * @part: called for each struct pgtrace_reclaim_part, in time order; a
+ *	  negative return stops the analysis with that error
+ * @arg: passed to @part
+ */
+struct pgtrace_reclaim_params {
+	int		(*part)(const struct pgtrace_reclaim_part *p, void *arg);
+	void		*arg;
+};
+
+/**
+ * struct pgtrace_reclaim - reclaim by who allocated the pages
+ * @events, @pages: reclaim events and their pages (all origins)
+ * @traced_pages, @traced_blocks: pages whose allocation is in the trace,
+ *	and the allocations they came from
+ * @snapshot_pages, @snapshot_events: pages allocated before the session
+ *	(the snapshot listed them), and the reclaim events that took some
+ * @unknown_pages, @unknown_events: pages with no allocation known, and the
+ *	reclaim events that took some
+ * @life: lifetimes of the traced pages
+ * @by_task, @nr_tasks: one group per allocating task, most pages first
+ *	(made by pgtrace_reclaim_finish())
+ * @by_stack, @nr_stacks: one group per stack id, the same
+ */
+struct pgtrace_reclaim {
+	uint64_t	events;
+	uint64_t	pages;
+	uint64_t	traced_pages;
+	uint64_t	traced_blocks;
+	uint64_t	snapshot_pages;
+	uint64_t	snapshot_events;
+	uint64_t	unknown_pages;
+	uint64_t	unknown_events;
+	struct pgtrace_reclaim_life life;
+	struct pgtrace_reclaim_group *by_task;
+	size_t		nr_tasks;
+	struct pgtrace_reclaim_group *by_stack;
+	size_t		nr_stacks;
+	/* private */
+	struct pgtrace_reclaim_priv *priv;
+};
+
+/**
+ * pgtrace_reclaim_init() - start a reclaim attribution
+ * @rc: set up here; free it with pgtrace_reclaim_free() even on error
+ * @p: hooks, or NULL
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int pgtrace_reclaim_init(struct pgtrace_reclaim *rc, const struct pgtrace_reclaim_params *p);
+
+/**
+ * pgtrace_reclaim_event() - the analysis event hook that attributes reclaim
+ * @ev: an event, in time order (snapshot allocations first)
+ * @a: the analysis (unused)
+ * @arg: the struct pgtrace_reclaim
+ *
+ * Pass it as pgtrace_analysis_params.event with @arg the struct
+ * pgtrace_reclaim, or call it from a hook of one's own.
+ *
+ * Return: 0, -ENOMEM, or what the part hook returned.
+ */
+int pgtrace_reclaim_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a,
+			  void *arg);
+
+/**
+ * pgtrace_reclaim_finish() - make the by_task and by_stack lists
+ * @rc: after the last event
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int pgtrace_reclaim_finish(struct pgtrace_reclaim *rc);
+
+/**
+ * pgtrace_reclaim_collect() - drain a reader into an analysis and a reclaim attribution
+ * @r: an open reader
+ * @a: as pgtrace_analysis_collect() fills it in; free with pgtrace_analysis_free()
+ * @rc: filled in here; free with pgtrace_reclaim_free() even on error
+ * @p: hooks, or NULL
+ *
+ * pgtrace_reclaim_init(), pgtrace_analysis_collect() with
+ * pgtrace_reclaim_event() as its event hook, then pgtrace_reclaim_finish().
+ *
+ * Return: 0, or an error as pgtrace_analysis_collect() returns it.
+ */
+int pgtrace_reclaim_collect(struct pgtrace_reader *r, struct pgtrace_analysis *a,
+			    struct pgtrace_reclaim *rc, const struct pgtrace_reclaim_params *p);
+
+/**
+ * pgtrace_reclaim_free() - free a reclaim attribution
+ * @rc: may be freed twice, or after a failed init
+ */
+void pgtrace_reclaim_free(struct pgtrace_reclaim *rc);
+
+/**
+ * pgtrace_reclaim_bucket_ns() - the shortest lifetime of a bucket
+ * @bucket: 0 .. PGTRACE_RECLAIM_LIFE_BUCKETS - 1
+ *
+ * Return: ns.
+ */
+uint64_t pgtrace_reclaim_bucket_ns(unsigned int bucket);
+
+/**
+ * pgtrace_reclaim_percentile() - a lifetime percentile of reclaimed pages
+ * @l: a histogram
+ * @pct: 0 .. 100
+ *
+ * Nearest rank: the lower bound of the bucket holding the ceil(pct% of
+ * pages)-th shortest-lived page (exact below 1024 ns, else at most 20%
+ * low), clamped to [min_ns, max_ns].
+ *
+ * Return: ns, or 0 if @l is empty.
+ */
+uint64_t pgtrace_reclaim_percentile(const struct pgtrace_reclaim_life *l, double pct);
+
+/*
  * The mapped session: zero-copy reading of /dev/pagetrace.
  *
  * The module maps a meta area (positions and counters of every CPU, the
