@@ -79,10 +79,13 @@
 
 static void stats_usage(FILE *f)
 {
-	fprintf(f, "usage: pagetrace stats [--json] [--go] [--quick] [--by task] FILE\n"
+	fprintf(f, "usage: pagetrace stats [--json] [--go] [--quick] [--by task] [--reclaim[=list]] FILE\n"
 		   "  -j, --json   one JSON object (keys documented in cmd/stats.c)\n"
 		   "  -b, --by task  per process: events and pages allocated, freed,\n"
 		   "               reclaimed, and pages still allocated at the end\n"
+		   "  -r, --reclaim  who allocated the pages reclaim took, by task and\n"
+		   "               by sampled stack, and how long they lived (keys in\n"
+		   "               cmd/reclaim.c); --reclaim=list also each reclaim\n"
 		   "  -g, --go     FILE is a Go runtime page trace (GODEBUG=pagetrace)\n"
 		   "  -q, --quick  only what needs no time order, about 3 times faster:\n"
 		   "               no lifetimes, pages in use, peak or unmatched frees\n");
@@ -225,7 +228,7 @@ static void print_json(const struct pagetrace_header *h, const struct pgtrace_an
 	printf(", \"quick\": %s}\n", quick ? "true" : "false");
 }
 
-static void fmt_ns(char *buf, uint64_t ns)
+void fmt_ns(char *buf, uint64_t ns)
 {
 	if (ns < 10000)
 		snprintf(buf, 32, "%" PRIu64 " ns", ns);
@@ -572,6 +575,7 @@ int cmd_stats(int argc, char **argv)
 		{ "go", no_argument, NULL, 'g' },
 		{ "quick", no_argument, NULL, 'q' },
 		{ "by", required_argument, NULL, 'b' },
+		{ "reclaim", optional_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -581,11 +585,11 @@ int cmd_stats(int argc, char **argv)
 	unsigned int flags = 0;
 	size_t map_len;
 	void *map;
-	bool json = false, by_task = false;
+	bool json = false, by_task = false, reclaim = false, reclaim_list = false;
 	const char *path;
 	int c, fd, ret;
 
-	while ((c = getopt_long(argc, argv, "jgqb:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jgqb:rh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -604,6 +608,15 @@ int cmd_stats(int argc, char **argv)
 			}
 			by_task = true;
 			break;
+		case 'r':
+			if (optarg && strcmp(optarg, "list")) {
+				fprintf(stderr, "pagetrace: stats: --reclaim=%s: only 'list' is known\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			reclaim = true;
+			reclaim_list = optarg;
+			break;
 		case 'h':
 			stats_usage(stdout);
 			return 0;
@@ -616,12 +629,18 @@ int cmd_stats(int argc, char **argv)
 		stats_usage(stderr);
 		return EXIT_USAGE;
 	}
+	/* Each prints a report of its own, and --quick has no time order to give. */
+	if (reclaim && (by_task || ap.flags & PGTRACE_ANALYSIS_UNORDERED)) {
+		fprintf(stderr, "pagetrace: stats: --reclaim goes with neither --by nor --quick\n");
+		return EXIT_USAGE;
+	}
 	path = argv[optind];
 	r = open_stats_trace(path, flags, &fd, &map, &map_len);
 	if (!r)
 		return EXIT_TRACE;
-	if (by_task) {
-		ret = stats_by_task(r, path, json);
+	if (by_task || reclaim) {
+		ret = by_task ? stats_by_task(r, path, json) :
+				stats_reclaim(r, path, json, reclaim_list);
 		close_stats_trace(r, fd, map, map_len);
 		if (ret >= 0 && (fflush(stdout) || ferror(stdout))) {
 			fprintf(stderr, "pagetrace: write error\n");
