@@ -15,6 +15,13 @@
  * that allocated most: pages allocated, freed, reclaimed and still in use
  * at the end, with their names (cmd/bytask.c).
  *
+ * Then who caused reclaim (sec-reclaim, from libpagetrace's
+ * pgtrace_reclaim_*): the pages reclaimed by the task that allocated them
+ * (tab-reclaim-tasks) and by the allocation's sampled stack
+ * (tab-reclaim-stacks, traces with stacks), how long they lived
+ * (fig-reclaim-life), and the pages whose allocation the trace does not
+ * hold, counted apart.
+ *
  * Everything is binned to a fixed size (the heatmap is at most 800 x 400
  * cells, an inline PNG), so the page stays well under 2 MiB however large
  * the trace.  Two passes over FILE: the first finds the time and PFN
@@ -111,10 +118,11 @@ static int heat_event(const struct pgtrace_event *ev, const struct pgtrace_analy
 	return 0;
 }
 
-/* The analysis hooks of pass 2: the heatmap's and the per-process totals'. */
+/* The analysis hooks of pass 2: the heatmap's, the per-process totals' and reclaim's. */
 struct report_hooks {
 	struct heat	*hm;
 	struct by_task	*tasks;		/* NULL: no task records */
+	struct pgtrace_reclaim *reclaim;
 };
 
 static int report_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a, void *arg)
@@ -122,7 +130,9 @@ static int report_event(const struct pgtrace_event *ev, const struct pgtrace_ana
 	struct report_hooks *h = arg;
 	int ret = heat_event(ev, a, h->hm);
 
-	return ret || !h->tasks ? ret : by_task_event(ev, a, h->tasks);
+	if (!ret && h->tasks)
+		ret = by_task_event(ev, a, h->tasks);
+	return ret ? ret : pgtrace_reclaim_event(ev, a, h->reclaim);
 }
 
 static void report_change(uint64_t t, uint64_t pfn, uint64_t npages, int sign,
@@ -426,10 +436,25 @@ static void fig_orders(FILE *f, const struct pgtrace_stats *s)
 		 "#1f77b4", "order", "events", NULL);
 }
 
+/* Power-of-two ns bins of lifetimes, from 128 ns (2^7) to 2^45 ns (~10 h). */
+#define LIFE_LO		7
+#define LIFE_HI		46
+
+static void life_label(char *buf, size_t n, double ns)
+{
+	if (ns < 1e3)
+		snprintf(buf, n, "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, n, "%.0fus", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, n, "%.0fms", ns / 1e6);
+	else
+		snprintf(buf, n, "%.0fs", ns / 1e9);
+}
+
 static void fig_lifetime(FILE *f, const struct pgtrace_analysis *a)
 {
-	/* Power-of-two ns bins from 128 ns (2^7) to 2^45 ns (~10 h). */
-	enum { LO = 7, HI = 46 };
+	enum { LO = LIFE_LO, HI = LIFE_HI };
 	double v[HI - LO];
 	char *lab[HI - LO], buf[HI - LO][16];
 	unsigned int first = HI - LO, last = 0;
@@ -452,14 +477,7 @@ static void fig_lifetime(FILE *f, const struct pgtrace_analysis *a)
 			first = i;
 		if (v[i])
 			last = i;
-		if (ns < 1e3)
-			snprintf(buf[i], sizeof(buf[i]), "%.0fns", ns);
-		else if (ns < 1e6)
-			snprintf(buf[i], sizeof(buf[i]), "%.0fus", ns / 1e3);
-		else if (ns < 1e9)
-			snprintf(buf[i], sizeof(buf[i]), "%.0fms", ns / 1e6);
-		else
-			snprintf(buf[i], sizeof(buf[i]), "%.0fs", ns / 1e9);
+		life_label(buf[i], sizeof(buf[i]), ns);
 		lab[i] = buf[i];
 	}
 	if (first > last)
@@ -636,6 +654,129 @@ static void table_tasks(FILE *f, const struct pgtrace_reader *r, const struct by
 	free(list);
 }
 
+static void fig_reclaim_life(FILE *f, const struct pgtrace_reclaim_life *l)
+{
+	double v[LIFE_HI - LIFE_LO];
+	char *lab[LIFE_HI - LIFE_LO], buf[LIFE_HI - LIFE_LO][16];
+	unsigned int first = LIFE_HI - LIFE_LO, last = 0;
+
+	memset(v, 0, sizeof(v));
+	for (unsigned int b = 0; b < PGTRACE_RECLAIM_LIFE_BUCKETS; b++) {
+		uint64_t ns = pgtrace_reclaim_bucket_ns(b);
+		int k = ns ? 63 - __builtin_clzll(ns) : LIFE_LO;
+
+		if (k < LIFE_LO)
+			k = LIFE_LO;
+		if (k >= LIFE_HI)
+			k = LIFE_HI - 1;
+		v[k - LIFE_LO] += (double)l->buckets[b];
+	}
+	for (unsigned int i = 0; i < LIFE_HI - LIFE_LO; i++) {
+		if (v[i] && i < first)
+			first = i;
+		if (v[i])
+			last = i;
+		life_label(buf[i], sizeof(buf[i]), ldexp(1, (int)(i + LIFE_LO)));
+		lab[i] = buf[i];
+	}
+	if (first > last)
+		first = last = 0;
+	fig_bars(f, "fig-reclaim-life",
+		 "Reclaimed pages by how long they lived, allocation to reclaim (bins from 2^k ns)",
+		 v + first, lab + first, last - first + 1, "#d62728", "lifetime at least",
+		 "pages", NULL);
+}
+
+static void reclaim_row(FILE *f, const struct pgtrace_reclaim_group *g)
+{
+	fprintf(f, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%.3g</td><td>%.3g</td>"
+		"<td>%.3g</td></tr>\n", g->pages, g->blocks,
+		pgtrace_reclaim_percentile(&g->life, 50) / 1e6,
+		pgtrace_reclaim_percentile(&g->life, 90) / 1e6, g->life.max_ns / 1e6);
+}
+
+/* Up to TASK_ROWS groups of @g, the rest summed up in one row (without lifetimes). */
+static void reclaim_rows(FILE *f, const struct pgtrace_reader *r,
+			 const struct pgtrace_reclaim_group *g, size_t n, bool stacks)
+{
+	uint64_t pages = 0, blocks = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const uint64_t *frames;
+		int depth;
+
+		if (i >= TASK_ROWS) {
+			pages += g[i].pages;
+			blocks += g[i].blocks;
+			continue;
+		}
+		if (!stacks) {
+			fprintf(f, "<tr><td>%" PRId64 "</td><td>", g[i].key);
+			html_escape(f, task_name(r, g[i].key));
+			reclaim_row(f, &g[i]);
+			continue;
+		}
+		if (!g[i].key || g[i].key == PGTRACE_STACK_UNKNOWN) {
+			fprintf(f, "<tr><td></td><td>%s", g[i].key ? "sampled, stack unknown" :
+				"not sampled");
+			reclaim_row(f, &g[i]);
+			continue;
+		}
+		fprintf(f, "<tr><td>%" PRId64 "</td><td>", g[i].key);
+		depth = pgtrace_reader_stack(r, (uint32_t)g[i].key, &frames, NULL);
+		for (int k = 0; k < depth && k < 3; k++) {
+			const char *name = pgtrace_reader_symbol(r, frames[k], NULL);
+
+			fputs(k ? " &lt; " : "", f);
+			if (name)
+				html_escape(f, name);
+			else
+				fprintf(f, "0x%" PRIx64, frames[k]);
+		}
+		reclaim_row(f, &g[i]);
+	}
+	if (n > TASK_ROWS)
+		fprintf(f, "<tr><td></td><td>%zu more</td><td>%" PRIu64 "</td><td>%" PRIu64
+			"</td><td></td><td></td><td></td></tr>\n", n - TASK_ROWS, pages, blocks);
+}
+
+/* Who caused reclaim: the pages reclaimed, by who allocated them. */
+static void section_reclaim(FILE *f, const struct pgtrace_reader *r, const struct pgtrace_reclaim *rc)
+{
+	static const char head[] = "<th>pages reclaimed</th><th>allocations</th>"
+				   "<th>p50 life (ms)</th><th>p90 (ms)</th><th>max (ms)</th></tr>\n";
+	const struct pagetrace_rec_stacks *st = pgtrace_reader_stacks(r);
+
+	fprintf(f, "<section id=\"sec-reclaim\">\n<h2>Who caused reclaim</h2>\n");
+	if (!rc->events) {
+		fprintf(f, "<p>No page was reclaimed in this trace.</p>\n</section>\n");
+		return;
+	}
+	fprintf(f, "<p>%" PRIu64 " pages reclaimed in %" PRIu64 " events: %" PRIu64 " of them "
+		"from %" PRIu64 " allocations in the trace, %" PRIu64 " allocated before it "
+		"(listed in the snapshot; by whom is not known), %" PRIu64 " whose allocation "
+		"is not in the trace (before the session without a snapshot, or lost). "
+		"Pages reclaimed out of a larger block count against the allocation of the "
+		"block; lifetimes run from the allocation to the reclaim, one per page.</p>\n",
+		rc->pages, rc->events, rc->traced_pages, rc->traced_blocks, rc->snapshot_pages,
+		rc->unknown_pages);
+	if (rc->traced_pages)
+		fig_reclaim_life(f, &rc->life);
+	fprintf(f, "<table id=\"tab-reclaim-tasks\" class=\"tasks\">\n<tr><th>tgid</th>"
+		"<th>allocated by</th>%s", head);
+	reclaim_rows(f, r, rc->by_task, rc->nr_tasks, false);
+	fprintf(f, "</table>\n");
+	if (st && rc->traced_pages) {
+		fprintf(f, "<p>By the call stack of the allocation, where it was sampled (about "
+			"one allocation per %u pages).</p>\n<table id=\"tab-reclaim-stacks\" "
+			"class=\"tasks\">\n<tr><th>stack</th><th>frames, innermost first</th>%s",
+			st->rate, head);
+		reclaim_rows(f, r, rc->by_stack, rc->nr_stacks, true);
+		fprintf(f, "</table>\n");
+	}
+	fprintf(f, "</section>\n");
+}
+
 static const char css[] =
 	"body{font:14px sans-serif;margin:20px;color:#222}"
 	"figure{margin:24px 0}figcaption{font-weight:bold;margin-bottom:6px}"
@@ -659,7 +800,8 @@ int cmd_report(int argc, char **argv)
 	struct pgtrace_analysis_params ap = { .event = report_event, .change = report_change };
 	const char *path = NULL, *outpath = NULL;
 	struct heat hm = { 0 };
-	struct report_hooks hooks = { .hm = &hm };
+	struct pgtrace_reclaim rc = { 0 };
+	struct report_hooks hooks = { .hm = &hm, .reclaim = &rc };
 	struct pgtrace_analysis a = { 0 };
 	struct pgtrace_stats s = { 0 };
 	unsigned int flags = 0;
@@ -717,7 +859,11 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	ap.arg = &hooks;
-	ret = pgtrace_analysis_collect(r, &a, &ap);
+	ret = pgtrace_reclaim_init(&rc, NULL);
+	if (!ret)
+		ret = pgtrace_analysis_collect(r, &a, &ap);
+	if (!ret)
+		ret = pgtrace_reclaim_finish(&rc);
 	if (ret) {
 		trace_error(path, r, ret);
 		close_trace(r, fd);
@@ -743,6 +889,7 @@ int cmd_report(int argc, char **argv)
 	fig_cpus(f, &a.stats, !pgtrace_reader_header(r)->header_size);
 	if (hooks.tasks)
 		table_tasks(f, r, hooks.tasks);
+	section_reclaim(f, r, &rc);
 	fprintf(f, "</body></html>\n");
 	close_trace(r, fd);
 	if (fflush(f) || ferror(f)) {
@@ -753,6 +900,7 @@ int cmd_report(int argc, char **argv)
 out:
 	pgtrace_analysis_free(&a);
 	by_task_free(hooks.tasks);
+	pgtrace_reclaim_free(&rc);
 	free(hm.live);
 	free(hm.cap);
 	free(hm.occ);

@@ -14,6 +14,8 @@ import sys
 import zlib
 
 FIGURES = ("fig-heatmap", "fig-rate", "fig-orders", "fig-lifetime", "fig-cpus")
+# Drawn only when the trace has them (reclaimed pages whose allocation it holds).
+OPTIONAL = ("fig-reclaim-life",)
 
 
 class Page(html.parser.HTMLParser):
@@ -102,10 +104,11 @@ def main():
     p.close()
     if "<script" in data.decode("utf-8").lower():
         bad.append("page has a script")
-    for f in FIGURES:
+    for f in FIGURES + OPTIONAL:
         c = p.figs.get(f)
         if c is None:
-            bad.append("%s: missing" % f)
+            if f not in OPTIONAL:
+                bad.append("%s: missing" % f)
             continue
         print("%s: %d rect, %d path, %d text, %d image" %
               (f, c["rect"], c["path"], c["text"], c["image"]))
