@@ -123,6 +123,8 @@ host_checks() {
 	host_check fuzz userspace/fuzz/run-fuzz.sh "${FUZZ_SECONDS:-60}"
 	host_check report-chromium userspace/tests/report-chromium.sh
 	host_check go-live userspace/tests/go-live.sh
+	host_check top userspace/tests/top-tmux.sh
+	host_check tracecmd userspace/tests/tracecmd-roundtrip.sh
 
 	say "documentation example decoder"
 	rc=0

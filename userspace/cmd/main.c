@@ -14,7 +14,7 @@ static const struct {
 	{ "dump",  cmd_dump,  "dump [-v] FILE      one line per event" },
 	{ "stats", cmd_stats, "stats [--json] FILE counts by type, order and CPU" },
 	{ "record", cmd_record, "record [-o FILE] [-d SECS] [--flight-recorder] [-- CMD]  record /dev/pagetrace (root)" },
-	{ "convert", cmd_convert, "convert --to csv|perfetto FILE   CSV or Chrome JSON trace events" },
+	{ "convert", cmd_convert, "convert --to csv|perfetto|trace-cmd FILE   CSV, Chrome JSON trace events or trace.dat" },
 	{ "report", cmd_report, "report FILE -o report.html    one HTML page with figures" },
 	{ "symbolize", cmd_symbolize, "symbolize [--kallsyms PATH] FILE  append names of the stack frames" },
 	{ "pprof", cmd_pprof, "pprof FILE -o OUT.pb.gz [--kallsyms PATH]  sampled stacks for go tool pprof" },
