@@ -159,9 +159,11 @@ void top_draw(FILE *out, const struct top_view *v, const struct top_frame *f)
 	add(&head, "lost: %" PRIu64 " events (+%" PRIu64 ")   events: %" PRIu64
 	    "   late: %" PRIu64, f->lost, f->lost_delta, f->events, f->late);
 	add(&head, "pages/s: alloc %.0f   free %.0f   reclaim %.0f   in use: %" PRId64
-	    " pages (%+" PRId64 ")", rate(f, f->total.pages[PGTRACE_EV_ALLOC]),
+	    " pages (%+" PRId64 ")   interval: alloc %" PRIu64 " free %" PRIu64
+	    " reclaim %" PRIu64 " pages", rate(f, f->total.pages[PGTRACE_EV_ALLOC]),
 	    rate(f, f->total.pages[PGTRACE_EV_FREE]), rate(f, f->total.pages[PGTRACE_EV_RECLAIM]),
-	    f->total.in_use, f->total.in_use_delta);
+	    f->total.in_use, f->total.in_use_delta, f->total.pages[PGTRACE_EV_ALLOC],
+	    f->total.pages[PGTRACE_EV_FREE], f->total.pages[PGTRACE_EV_RECLAIM]);
 	add(&head, "%s", "");
 
 	/* Tasks. */
