@@ -165,6 +165,9 @@ static int show(struct screen *s, struct top_frame *f)
 	s->have_frame = true;
 	redraw(s);
 	s->frames_shown++;
+	/* A reader of -b that went away (| head) ends it, as it would top -b. */
+	if (s->o->batch && ferror(stdout))
+		return 1;
 	return s->o->iterations && s->frames_shown >= s->o->iterations;
 }
 
@@ -896,7 +899,7 @@ int cmd_top(int argc, char **argv)
 	rc = o.replay ? run_replay(&s, &o) : run_live(&s, &o);
 	top_frame_free(&s.shown);
 	free(s.buf);
-	if (o.batch && (fflush(stdout) || ferror(stdout))) {
+	if (o.batch && (fflush(stdout) || ferror(stdout)) && errno != EPIPE) {
 		fprintf(stderr, "pagetrace: top: write error\n");
 		return EXIT_TRACE;
 	}
