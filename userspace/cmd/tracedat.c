@@ -482,7 +482,9 @@ static const uint8_t td_zero[TD_PAGE_SIZE];
 static int td_write_file(struct td *t, struct pgtrace_reader *r)
 {
 	const struct pagetrace_header *h = pgtrace_reader_header(r);
-	bool mono = (h->flags & PAGETRACE_CLOCK_MASK) == PAGETRACE_CLOCK_MONOTONIC;
+	/* pagetrace's clocks: local_clock() (read from the TSC or not), or mono. */
+	const char *clock = (h->flags & PAGETRACE_CLOCK_MASK) == PAGETRACE_CLOCK_MONOTONIC ?
+			    "[mono]" : "[local]";
 	uint64_t off, size;
 	int ret;
 
@@ -508,18 +510,21 @@ static int td_write_file(struct td *t, struct pgtrace_reader *r)
 		return ret;
 	put32(t, t->nr_cpus);
 	/*
-	 * One option: TRACECLOCK (4), empty, which says that the clock's
-	 * name follows the CPU offsets; then the end of options (0).
+	 * One option, TRACECLOCK (4): the clock's name follows the CPU
+	 * offsets.  trace-cmd writes it empty, but 3.1 parses its payload as
+	 * a clock name too, and an empty one leaves it reading whatever its
+	 * buffer held: give it the name, NUL-terminated.  Then the end (0).
 	 */
 	put(t, "options  ", 10);
 	put16(t, 4);
-	put32(t, 0);
+	put32(t, strlen(clock) + 1);
+	put_str(t, clock);
 	put16(t, 0);
 	put(t, "flyrecord", 10);
 	for (unsigned int i = 0; i < t->nr_cpus; i++)
 		td_pages(t, &t->cpus[i], false);
 	/* Where the header ends: the CPU data starts at the next page. */
-	off = t->pos + 16ULL * t->nr_cpus + 8 + strlen(mono ? "[mono]" : "[local]");
+	off = t->pos + 16ULL * t->nr_cpus + 8 + strlen(clock);
 	off = (off + TD_PAGE_SIZE - 1) / TD_PAGE_SIZE * TD_PAGE_SIZE;
 	for (unsigned int i = 0; i < t->nr_cpus; i++) {
 		size = t->cpus[i].pages * TD_PAGE_SIZE;
@@ -527,8 +532,7 @@ static int td_write_file(struct td *t, struct pgtrace_reader *r)
 		put64(t, size);
 		off += size;
 	}
-	/* pagetrace's clocks: local_clock() (read from the TSC or not), or mono. */
-	put_sized(t, mono ? "[mono]" : "[local]", 8);
+	put_sized(t, clock, 8);
 	put(t, td_zero, (TD_PAGE_SIZE - t->pos % TD_PAGE_SIZE) % TD_PAGE_SIZE);
 	for (unsigned int i = 0; i < t->nr_cpus; i++)
 		td_pages(t, &t->cpus[i], true);
