@@ -81,7 +81,7 @@ def read_report(path):
         line = line.rstrip('\n')
         m = MISSED.match(line)
         if m:
-            last_missed = (int(m.group(1)), int(m.group(2)) if m.group(2) else None)
+            last_missed = (int(m.group(1)), int(m.group(2)) if m.group(2) else -1)
             continue
         m = EVENT.match(line)
         if not m:
@@ -144,10 +144,10 @@ def main():
         ok &= compare([e for e in want if e[2] == 'mm_page_alloc' and e[5] > 0], got,
                       'mm_page_alloc order > 0')
     elif mode == 'missed':
-        exp = sorted(((want[i][1], None if unk else n), want[i])
+        exp = sorted(((want[i][1], -1 if unk else n), want[i])
                      for i, (n, unk) in lost_before.items())
         have = sorted(missed)
-        total = sum(n for (_, n), _ in exp if n)
+        total = sum(n for (_, n), _ in exp if n > 0)
         if exp == have:
             print('# %d markers, %d lost events, each before the right event'
                   % (len(have), total))

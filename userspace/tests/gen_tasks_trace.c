@@ -10,7 +10,9 @@
  * and of sizes that are not a power of two, large events (1024 pages and
  * more), a snapshot chunk, gaps between events long enough to need a time
  * extend in a ring buffer (over 2^27 ns), and lost events: on chunks with
- * events, and on an empty chunk whose losses the next chunk inherits.
+ * events, on an empty chunk whose losses the next chunk inherits, and one
+ * chunk of CPU 0 missing (a seq gap, as a flight recorder's overwrite
+ * leaves: the header has PAGETRACE_FLAG_OVERWRITE).
  * Small chunks (4 KiB), so there are many.  Task names are written the way
  * the module writes them: before the task record of every chunk.
  */
@@ -69,7 +71,8 @@ int main(int argc, char **argv)
 	if (argc - optind != 1 || nr_cpus < 2 || nr_cpus > 256)
 		goto usage;
 	rng ^= seed * 0x2545f4914f6cdd1dULL;
-	synth_init(&s, nr_cpus, 4096, PAGETRACE_FLAG_TASKS | PAGETRACE_FLAG_SNAPSHOT);
+	synth_init(&s, nr_cpus, 4096, PAGETRACE_FLAG_TASKS | PAGETRACE_FLAG_SNAPSHOT |
+		   PAGETRACE_FLAG_OVERWRITE);
 	cur = calloc(nr_cpus, sizeof(*cur));
 	t = calloc(nr_cpus, sizeof(*t));
 	if (!cur || !t)
@@ -116,6 +119,9 @@ int main(int argc, char **argv)
 				synth_put_chunk(&s, cpu, PAGETRACE_CHUNK_FLUSHED, sc->seq++,
 						7 + synth_rand(&rng) % 50, w, 2);
 			}
+			/* CPU 0's chunk 3 was overwritten before it was read. */
+			if (cpu == 0 && sc->seq == 3)
+				sc->seq++;
 		}
 		if (cur[cpu] != tasks[k].tgid) {
 			if (tasks[k].comm)
