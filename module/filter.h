@@ -22,6 +22,10 @@
 
 struct pagetrace_rec_filter;
 
+/* Event types index pt_filter.keep[] through this mask. */
+#define PT_FILTER_TYPE_MASK	3
+static_assert(PAGETRACE_EV_RECLAIM <= PT_FILTER_TYPE_MASK);
+
 /**
  * struct pt_filter - which events a session keeps
  * @active: any of the rest leaves something out
@@ -41,7 +45,7 @@ struct pt_filter {
 	bool		all_nodes;
 	u8		types;
 	u64		orders;
-	u64		keep[PAGETRACE_EV_RECLAIM + 1];
+	u64		keep[PT_FILTER_TYPE_MASK + 1];
 	nodemask_t	nodes;
 	struct cgroup	*cgrp;
 };
@@ -79,7 +83,12 @@ static __always_inline bool pt_filter_keeps(const struct pt_filter *f,
 	/* log2 of npages rounded up, as the orders parameter counts them. */
 	unsigned int order = npages > 1 ? fls64(npages - 1) : 0;
 
-	if (!(f->keep[type] & BIT_ULL(order & 63)))
+	/*
+	 * Masked, so that the index is in bounds by construction: an array
+	 * bounds check (UBSAN_BOUNDS, which 7.x enables) would be a call,
+	 * and a call costs the whole fast path its leaf frame.
+	 */
+	if (!(f->keep[type & PT_FILTER_TYPE_MASK] & BIT_ULL(order & 63)))
 		return false;
 	if (!f->all_nodes &&
 	    !node_isset(page_to_nid(pfn_to_page(pfn)), f->nodes))
