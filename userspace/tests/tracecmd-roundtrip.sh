@@ -48,7 +48,7 @@ if [ $# -eq 0 ]; then
 		skip_all "cannot build the trace generators"
 	fi
 	"$out/gen_tasks_trace" -n 20000 -c 4 "$out/tasks.pt"
-	"$out/gen_trace" -n 100000 -c 4 -s 7 "$out/gen.pt"
+	"$out/gen_trace" -n 100000 -c 4 -s 1 "$out/gen.pt"
 fi
 
 result() { # OK NAME [DIAGNOSTICS FILE]
