@@ -221,9 +221,12 @@ static void print_text(const struct pgtrace_reader *r, const struct pgtrace_recl
 	       rc->traced_pages, rc->traced_blocks);
 	printf("  allocated before it:         %" PRIu64 " pages (in the snapshot; by whom "
 	       "not known)\n", rc->snapshot_pages);
-	printf("  allocation not in the trace: %" PRIu64 " pages (before the session "
-	       "without a snapshot, or lost)\n", rc->unknown_pages);
-	if (!rc->pages)
+	/* Go's scavenger returns free pages to the OS: nothing was lost there. */
+	printf("  allocation not in the trace: %" PRIu64 " pages (%s)\n", rc->unknown_pages,
+	       pgtrace_reader_header(r)->header_size ?
+	       "before the session without a snapshot, or lost" :
+	       "Go scavenges pages that are free, not allocated");
+	if (!rc->traced_pages)
 		return;
 	printf("by allocating task:            %10s %8s %10s %10s %10s %10s\n", "pages",
 	       "allocs", "min life", "p50", "p90", "max");
@@ -233,8 +236,7 @@ static void print_text(const struct pgtrace_reader *r, const struct pgtrace_recl
 		snprintf(label, sizeof(label), "%" PRId64 " %s", g->key, task_name(r, g->key));
 		print_group_text(label, g);
 	}
-	if (rc->traced_pages)
-		print_group_text("all", &all);
+	print_group_text("all", &all);
 	if (!st)
 		return;
 	printf("by allocation stack (sampled about 1 per %u pages allocated):\n", st->rate);

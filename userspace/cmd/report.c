@@ -755,18 +755,24 @@ static void section_reclaim(FILE *f, const struct pgtrace_reader *r, const struc
 	fprintf(f, "<p>%" PRIu64 " pages reclaimed in %" PRIu64 " events: %" PRIu64 " of them "
 		"from %" PRIu64 " allocations in the trace, %" PRIu64 " allocated before it "
 		"(listed in the snapshot; by whom is not known), %" PRIu64 " whose allocation "
-		"is not in the trace (before the session without a snapshot, or lost). "
+		"is not in the trace (%s). "
 		"Pages reclaimed out of a larger block count against the allocation of the "
 		"block; lifetimes run from the allocation to the reclaim, one per page.</p>\n",
 		rc->pages, rc->events, rc->traced_pages, rc->traced_blocks, rc->snapshot_pages,
-		rc->unknown_pages);
-	if (rc->traced_pages)
-		fig_reclaim_life(f, &rc->life);
+		rc->unknown_pages, pgtrace_reader_header(r)->header_size ?
+		"before the session without a snapshot, or lost" :
+		"Go scavenges pages that are free, not allocated");
+	/* Nothing to draw or to list when no page reclaimed has a known allocation. */
+	if (!rc->traced_pages) {
+		fprintf(f, "</section>\n");
+		return;
+	}
+	fig_reclaim_life(f, &rc->life);
 	fprintf(f, "<table id=\"tab-reclaim-tasks\" class=\"tasks\">\n<tr><th>tgid</th>"
 		"<th>allocated by</th>%s", head);
 	reclaim_rows(f, r, rc->by_task, rc->nr_tasks, false);
 	fprintf(f, "</table>\n");
-	if (st && rc->traced_pages) {
+	if (st) {
 		fprintf(f, "<p>By the call stack of the allocation, where it was sampled (about "
 			"one allocation per %u pages).</p>\n<table id=\"tab-reclaim-stacks\" "
 			"class=\"tasks\">\n<tr><th>stack</th><th>frames, innermost first</th>%s",

@@ -710,7 +710,7 @@ uint64_t pgtrace_life_percentile(const struct pgtrace_life_hist *h, double pct);
  *
  * It runs as an event hook of pgtrace_analysis_collect(), so it sees the
  * events in time order, and keeps its own map of the blocks allocated
- * (64 to 100 bytes a block, besides the analysis's): it follows the same
+ * (96 to 144 bytes a block, besides the analysis's): it follows the same
  * rules as the analysis (a block freed in part leaves naturally aligned
  * pieces, found from any page in them), so a reclaim that the analysis
  * counts as unmatched is "unknown" here too.  Pages reclaimed from a

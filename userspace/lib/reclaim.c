@@ -44,6 +44,12 @@ struct piece {
 	uint32_t	owner;		/* index into owners, or NO_OWNER */
 };
 
+/*
+ * An allocation costs an owner and a piece, in a map between a quarter and
+ * a half full: the 96 to 144 bytes a block that libpagetrace.h gives.
+ */
+_Static_assert(sizeof(struct owner) == 48 && sizeof(struct piece) == 24, "sizes as documented");
+
 /* Groups by key (tgid or stack id), open addressing. */
 struct gtab {
 	struct pgtrace_reclaim_group *g;

@@ -529,6 +529,23 @@ TEST_F(cli, report)
 	HAS(slurp(dir, "py"), "fig-reclaim-life: 3 rect");
 }
 
+/* Go's scavenger takes free pages: none has a known allocation, and it says why. */
+TEST_F(cli, go)
+{
+	const char *out;
+
+	ASSERT_EQ(0, run("stats --reclaim --go " PT_TEST_DATA "/go-pagetrace.bin"));
+	out = slurp(dir, "out");
+	EXPECT_STREQ("reclaimed:       18022 pages in 221 events\n"
+		     "  allocated in the trace:      0 pages of 0 allocations\n"
+		     "  allocated before it:         0 pages (in the snapshot; by whom not known)\n"
+		     "  allocation not in the trace: 18022 pages (Go scavenges pages that are "
+		     "free, not allocated)\n", out);
+	/* The same pages as the analysis's unmatched reclaims. */
+	ASSERT_EQ(0, run("stats --json --go " PT_TEST_DATA "/go-pagetrace.bin"));
+	HAS(slurp(dir, "out"), "\"reclaim\": {\"events\": 221, \"pages\": 18022}}");
+}
+
 /* Without reclaim, the section says so and draws nothing. */
 TEST_F(cli, report_no_reclaim)
 {
