@@ -240,6 +240,8 @@ static int td_sort(struct td_cpu *c)
 		return -ENOMEM;
 	b = tmp;
 	for (size_t w = 1; w < c->n; w *= 2) {
+		struct td_event *swap;
+
 		for (size_t lo = 0; lo < c->n; lo += 2 * w) {
 			size_t mid = lo + w < c->n ? lo + w : c->n;
 			size_t hi = lo + 2 * w < c->n ? lo + 2 * w : c->n;
@@ -252,10 +254,9 @@ static int td_sort(struct td_cpu *c)
 			while (q < hi)
 				b[k++] = a[q++];
 		}
-		struct td_event *s = a;
-
+		swap = a;
 		a = b;
-		b = s;
+		b = swap;
 	}
 	if (a != c->ev)
 		memcpy(c->ev, a, c->n * sizeof(*a));

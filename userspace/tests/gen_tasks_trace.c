@@ -13,7 +13,9 @@
  * events, on an empty chunk whose losses the next chunk inherits, and one
  * chunk of CPU 0 missing (a seq gap, as a flight recorder's overwrite
  * leaves: the header has PAGETRACE_FLAG_OVERWRITE).
- * Small chunks (4 KiB), so there are many.  Task names are written the way
+ * CPU 1's clock runs 20 us behind, so that its first events come before
+ * the snapshot's (the session start).  Small chunks (4 KiB), so there
+ * are many.  Task names are written the way
  * the module writes them: before the task record of every chunk.
  */
 #include <stdio.h>
@@ -89,6 +91,7 @@ int main(int argc, char **argv)
 		t[i] = s.hdr.start_ns + 1000 * i;
 		cur[i] = -1;
 	}
+	t[1] = s.cpus[1].last = s.hdr.start_ns - 20000;
 	for (unsigned int i = 0; i < n; i++) {
 		unsigned int cpu = synth_rand(&rng) % nr_cpus;
 		unsigned int k = synth_rand(&rng) % NR_TASKS;
