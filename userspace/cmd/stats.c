@@ -61,6 +61,10 @@
  * (see cmd/bytask.c): per tgid, by pages allocated, most first:
  *   {"tgid", "comm", "events": {type: N}, "pages": {type: N}, "in_use_end"}
  *   tgid 0 is the kernel (interrupts), -1 events before any task record.
+ *
+ * --reclaim --json prints who allocated the pages reclaim took instead:
+ * {"events", "pages", "traced", "snapshot", "unknown", "lifetime",
+ * "by_task", "by_stack", "stack_rate"} (see cmd/reclaim.c).
  */
 #include <errno.h>
 #include <signal.h>
