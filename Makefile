@@ -13,6 +13,9 @@
 #                   scripts/vm/debug-kernel.sh into PT_DEBUG_KERNEL_CACHE
 # make stress       make check with the long stress tests: 60 s storms,
 #                   10000 open/close cycles, 100 reloads (hours under TCG)
+# make soak         SOAK_SECONDS (default 3600) of flight and streaming sessions
+#                   under a mixed load on SOAK_KERNEL (default 6.1; debug: the
+#                   debug kernel) in one VM: scripts/test/soak.sh (not in CI)
 # make bench        overhead against ftrace, perf and bpftrace in a VM:
 #                   scripts/bench/bench.sh (root; BENCH_KERNELS, default 6.1)
 # make lint         checkpatch --strict, kernel-doc and sparse, for KVER
@@ -153,6 +156,10 @@ stress:
 	 PT_HOSTILE_ITERS=$${PT_HOSTILE_ITERS:-200000} \
 	 TEST_TIMEOUT=$${TEST_TIMEOUT:-14400} VM_TIMEOUT=$${VM_TIMEOUT:-21600} \
 	 scripts/test/check.sh
+
+soak:
+	@SOAK_SECONDS=$(or $(SOAK_SECONDS),3600) SOAK_KERNEL=$(or $(SOAK_KERNEL),6.1) \
+	 scripts/test/soak.sh
 
 bench:
 	@BENCH_KERNELS="$(BENCH_KERNELS)" scripts/bench/bench.sh
@@ -347,7 +354,7 @@ clean:
 	rm -rf build/ksrc build/lint build/static build/check
 	rm -rf $(filter-out $(CURDIR)/build/vm,$(wildcard $(CURDIR)/build/*))
 
-.PHONY: all module userspace test check check-matrix check-debug stress bench lint ksrc kbuild static selftests selftests-export kselftest-install clean \
+.PHONY: all module userspace test check check-matrix check-debug stress soak bench lint ksrc kbuild static selftests selftests-export kselftest-install clean \
 	install install-module install-tools uninstall uninstall-module \
 	uninstall-tools install-dkms-src dkms-install dkms-remove dkms-build \
 	deb check-deb
