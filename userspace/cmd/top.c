@@ -16,12 +16,13 @@
  *
  * Live, the session is mapped as pagetrace record maps it; the main thread
  * copies closed chunks from the mapping into a pipe, and an analyzer thread
- * runs the analysis on the other end.  The main thread asks for a cut at
- * each interval and the analyzer makes it between two events, where the
- * model is consistent; the reader's task names and stacks are only touched
- * by the analyzer.  A pipe rather than a reader over the mapping, because
- * the reader and the analysis pull their input (read()), and the ring's
- * chunks must be handed back as soon as they are copied.
+ * runs the analysis on the other end.  The model is behind a lock that the
+ * hooks take; at each interval the main thread takes it and cuts, between
+ * two events.  The model keeps its own copies of task names and stacks, so
+ * a cut does not touch the reader, which the analyzer may be in.  A pipe
+ * rather than a reader over the mapping, because the reader and the
+ * analysis pull their input (read()), and the ring's chunks must be handed
+ * back as soon as they are copied.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +30,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,7 +41,6 @@
 
 #define DEV		"/dev/pagetrace"
 #define PIPE_SIZE	(1 << 20)
-#define CUT_WAIT_MS	300
 #define CG_CACHE	4096
 #define CG_TTL_NS	(10ULL * 1000000000ULL)
 
@@ -406,15 +407,12 @@ struct live {
 	pthread_t	thread;
 	bool		started;
 	pthread_mutex_t	lock;
-	pthread_cond_t	cond;
 	/* Under lock: */
 	struct top_model *m;
 	struct pgtrace_reader *r;
 	struct pgtrace_analysis a;
-	bool		cut_req, cut_done, done;
-	uint64_t	cut_end;
-	int64_t		cut_rel;
-	int		cut_ret, err;
+	bool		done;
+	int		err;
 	char		errmsg[256];
 	struct top_frame cut;
 	/* The analyzer's own: */
@@ -487,17 +485,6 @@ static const char *live_cgroup(int64_t tgid, void *arg)
 	return e->path;
 }
 
-/* Called with the lock held, between two events: the model is whole. */
-static void live_maybe_cut(struct live *l)
-{
-	if (!l->cut_req)
-		return;
-	l->cut_req = false;
-	l->cut_ret = top_model_cut(l->m, l->cut_end, l->cut_rel, &l->cut);
-	l->cut_done = true;
-	pthread_cond_broadcast(&l->cond);
-}
-
 static int live_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a,
 		      void *arg)
 {
@@ -505,7 +492,6 @@ static int live_event(const struct pgtrace_event *ev, const struct pgtrace_analy
 	int ret;
 
 	pthread_mutex_lock(&l->lock);
-	live_maybe_cut(l);
 	ret = top_model_event(ev, a, l->m);
 	pthread_mutex_unlock(&l->lock);
 	return ret;
@@ -517,7 +503,6 @@ static void live_change(uint64_t time_ns, uint64_t pfn, uint64_t npages, int sig
 	struct live *l = arg;
 
 	pthread_mutex_lock(&l->lock);
-	live_maybe_cut(l);
 	top_model_change(time_ns, pfn, npages, sign, order, l->m);
 	pthread_mutex_unlock(&l->lock);
 }
@@ -566,7 +551,9 @@ static void *analyzer(void *arg)
 done:
 	l->err = ret;
 	l->done = true;
-	pthread_cond_broadcast(&l->cond);
+	/* The main thread's next write to the pipe fails, and it stops. */
+	close(l->pipe_r);
+	l->pipe_r = -1;
 	pthread_mutex_unlock(&l->lock);
 	return NULL;
 }
@@ -680,10 +667,10 @@ static int run_live(struct screen *s, const struct opts *o)
 	const void *snap;
 	size_t snap_len;
 	uint64_t step = (uint64_t)(o->interval * 1e9), next;
-	int rc = EXIT_TRACE, quit = 0;
+	int rc = EXIT_TRACE, quit = 0, ret;
+	sigset_t block, orig;
 
 	pthread_mutex_init(&l.lock, NULL);
-	pthread_cond_init(&l.cond, NULL);
 	l.cg = calloc(CG_CACHE, sizeof(*l.cg));
 	if (!l.cg) {
 		fprintf(stderr, "pagetrace: top: out of memory\n");
@@ -705,8 +692,20 @@ static int run_live(struct screen *s, const struct opts *o)
 	s->view.symbol = sym_name;
 	s->view.symbol_arg = &y;
 	l.wall0 = now_ns();
-	if (pthread_create(&l.thread, NULL, analyzer, &l)) {
-		fprintf(stderr, "pagetrace: top: cannot start a thread\n");
+	/*
+	 * Signals go to the main thread only, which waits in poll() for
+	 * them; the analyzer would take them without waking anybody.
+	 */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGWINCH);
+	pthread_sigmask(SIG_BLOCK, &block, &orig);
+	ret = pthread_create(&l.thread, NULL, analyzer, &l);
+	pthread_sigmask(SIG_SETMASK, &orig, NULL);
+	if (ret) {
+		fprintf(stderr, "pagetrace: top: cannot start a thread: %s\n", strerror(ret));
 		goto out;
 	}
 	l.started = true;
@@ -719,7 +718,6 @@ static int run_live(struct screen *s, const struct opts *o)
 		goto stopped;
 
 	for (next = l.wall0 + step; !quit; next += step) {
-		struct timespec ts;
 		uint64_t t;
 		int err;
 
@@ -731,39 +729,21 @@ static int run_live(struct screen *s, const struct opts *o)
 		if (live_drain(&l))
 			goto stopped;
 		t = now_ns();
+		ret = 0;
 		pthread_mutex_lock(&l.lock);
-		if (l.m)
+		if (l.m) {
 			top_model_set_lost(l.m, live_lost(&l));
-		l.cut_end = t;
-		l.cut_rel = (int64_t)(t - l.wall0);
-		l.cut_req = true;
-		l.cut_done = false;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += CUT_WAIT_MS * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		while (!l.cut_done && !l.done)
-			if (pthread_cond_timedwait(&l.cond, &l.lock, &ts))
-				break;
-		/*
-		 * No event came to make the cut: nothing was released, so the
-		 * screen stays; the next cut covers both intervals.
-		 */
-		l.cut_req = false;
-		err = l.done ? l.err : 0;
-		if (l.cut_done && !l.cut_ret) {
-			s->view.status = NULL;
-			quit = show(s, &l.cut);
-		} else if (!l.cut_done) {
-			s->view.status = "(no event in this interval)";
-			redraw(s);
+			ret = top_model_cut(l.m, t, (int64_t)(t - l.wall0), &l.cut);
+			if (!ret)
+				quit = show(s, &l.cut);
 		}
+		err = l.done ? l.err : 0;
 		pthread_mutex_unlock(&l.lock);
-		if (l.cut_done && l.cut_ret) {
-			fprintf(stderr, "pagetrace: top: %s\n", strerror(-l.cut_ret));
+		if (ret) {
+			fprintf(stderr, "pagetrace: top: %s\n", strerror(-ret));
 			goto stopped;
 		}
-		if (l.done && err)
+		if (err)
 			goto stopped;
 	}
 	rc = 0;
@@ -787,7 +767,7 @@ out:
 	top_model_free(l.m);
 	pgtrace_analysis_free(&l.a);
 	pgtrace_reader_close(l.r);
-	if (l.pipe_r >= 0)
+	if (l.pipe_r >= 0)	/* the analyzer never ran */
 		close(l.pipe_r);
 	pgtrace_ring_unmap(l.ring);
 	if (l.dev >= 0)

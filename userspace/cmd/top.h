@@ -104,6 +104,8 @@ void top_model_change(uint64_t time_ns, uint64_t pfn, uint64_t npages, int sign,
  * End the interval at @end_ns (on the trace clock for a replay, else any
  * clock as long as it is the same at every cut) and fill @f with it
  * (top_frame_free() what it held before).  @rel_ns goes to f->end_rel_ns.
+ * It reads only the model's own data (names and stacks are copied as
+ * events pass), so another thread may cut between two hook calls.
  * Returns 0 or -ENOMEM.
  */
 int top_model_cut(struct top_model *m, uint64_t end_ns, int64_t rel_ns, struct top_frame *f);

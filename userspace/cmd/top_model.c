@@ -30,6 +30,12 @@ struct prev_task {
 	int64_t		in_use;
 };
 
+struct name_ent {
+	int64_t		tgid;
+	bool		used;
+	char		comm[PAGETRACE_COMM_LEN + 1];
+};
+
 struct stack_ent {
 	uint32_t	id;		/* 0: empty slot */
 	unsigned int	depth;
@@ -48,6 +54,9 @@ struct top_model {
 	struct totals		*zone, *prev_zone;
 	struct prev_task	*prev_tasks;
 	size_t			nr_prev_tasks;
+	struct name_ent		*names;		/* open addressing by tgid */
+	size_t			names_cap, nr_names;
+	int64_t			last_tgid;	/* of the last event: its name is known */
 	struct stack_ent	*stacks;	/* open addressing by id */
 	size_t			stacks_cap, nr_stacks;
 	uint32_t		stack_rate;
@@ -75,6 +84,7 @@ struct top_model *top_model_new(struct pgtrace_reader *r, struct pgtrace_analysi
 		return NULL;
 	}
 	m->stack_rate = st ? st->rate : 0;
+	m->last_tgid = INT64_MIN;
 	m->cg_note = "cgroups: not recorded in the trace (it has tasks, not cgroups)";
 	return m;
 }
@@ -88,6 +98,7 @@ void top_model_free(struct top_model *m)
 	free(m->prev_zone);
 	free(m->prev_tasks);
 	free(m->stacks);
+	free(m->names);
 	free(m);
 }
 
@@ -190,6 +201,70 @@ static struct stack_ent *stack_get(struct top_model *m, uint32_t id)
 	return e;
 }
 
+static size_t name_hash(int64_t tgid, size_t cap)
+{
+	return (size_t)(((uint64_t)tgid * 0x9e3779b97f4a7c15ULL) >> 24) & (cap - 1);
+}
+
+static struct name_ent *name_slot(struct name_ent *t, size_t cap, int64_t tgid)
+{
+	size_t i;
+
+	for (i = name_hash(tgid, cap); t[i].used && t[i].tgid != tgid; i = (i + 1) & (cap - 1))
+		;
+	return &t[i];
+}
+
+/*
+ * The model keeps its own copy of the tasks' names, taken as their
+ * events pass: a live view cuts frames in another thread than the one
+ * that decodes, and the reader's table of names is that one's.
+ */
+static int name_note(struct top_model *m, int64_t tgid)
+{
+	const char *n;
+	struct name_ent *e;
+
+	if (tgid == m->last_tgid)
+		return 0;
+	m->last_tgid = tgid;
+	n = pgtrace_reader_task_name(m->r, tgid);
+	if (!n)
+		return 0;
+	if (2 * (m->nr_names + 1) > m->names_cap) {
+		size_t cap = m->names_cap ? 2 * m->names_cap : 256;
+		struct name_ent *nt = calloc(cap, sizeof(*nt));
+
+		if (!nt)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->names_cap; i++)
+			if (m->names[i].used)
+				*name_slot(nt, cap, m->names[i].tgid) = m->names[i];
+		free(m->names);
+		m->names = nt;
+		m->names_cap = cap;
+	}
+	e = name_slot(m->names, m->names_cap, tgid);
+	if (!e->used) {
+		e->used = true;
+		e->tgid = tgid;
+		m->nr_names++;
+	}
+	snprintf(e->comm, sizeof(e->comm), "%s", n);
+	return 0;
+}
+
+static const char *name_of(const struct top_model *m, int64_t tgid)
+{
+	if (m->names_cap) {
+		const struct name_ent *e = name_slot(m->names, m->names_cap, tgid);
+
+		if (e->used)
+			return e->comm;
+	}
+	return tgid == 0 ? "[kernel]" : tgid < 0 ? "[unknown]" : "?";
+}
+
 int top_model_event(const struct pgtrace_event *ev, const struct pgtrace_analysis *a, void *arg)
 {
 	struct top_model *m = arg;
@@ -197,6 +272,8 @@ int top_model_event(const struct pgtrace_event *ev, const struct pgtrace_analysi
 	int ret;
 
 	ret = by_task_event(ev, a, m->tasks);
+	if (!ret)
+		ret = name_note(m, ev->task);
 	if (ret)
 		return ret;
 	if (!zones_ready(m))
@@ -304,7 +381,7 @@ static int cut_tasks(struct top_model *m, struct top_frame *f)
 		np[i].in_use = (int64_t)t->in_use;
 		if (row_empty(row))
 			continue;
-		snprintf(row->name, sizeof(row->name), "%s", task_name(m->r, t->tgid));
+		snprintf(row->name, sizeof(row->name), "%s", name_of(m, t->tgid));
 		f->nr_tasks++;
 	}
 	free(list);
