@@ -9,9 +9,9 @@
  * Sessions alternate between the two ways of reading:
  *
  *  flight  the mapped rings in overwrite mode (PAGETRACE_MODE_FLIGHT), as
- *          `pagetrace record --flight-recorder` uses them: every few
- *          seconds FREEZE, copy the newest chunks, THAW; at the end STOP
- *          and copy the rest
+ *          `pagetrace record --flight-recorder` uses them: every 5 to 30
+ *          s FREEZE, copy the newest chunks, THAW (a SIGUSR1 snapshot);
+ *          at the end STOP and copy the rest
  *  stream  read() in a thread that now and then stalls for seconds, long
  *          enough that the buffers fill and events are lost
  *
@@ -320,7 +320,7 @@ static void load_hotplug(struct load_counters *c)
 	}
 }
 
-static uint64_t vmstat(const char *name)
+static uint64_t vmstat_get(const char *name)
 {
 	static char buf[16384];
 	size_t len = strlen(name);
@@ -425,7 +425,8 @@ static int load_start(struct load *l)
 	memset(l->ctr, 0, sizeof(*l->ctr));
 	load_setup_fs(l);
 	if (!l->ext4)
-		l->why_not[LOAD_MEMCG] = "no ext4 on loop (tmpfs pages cannot be reclaimed without swap)";
+		l->why_not[LOAD_MEMCG] =
+			"no ext4 on loop (tmpfs pages cannot be reclaimed without swap)";
 	else
 		l->why_not[LOAD_MEMCG] = load_setup_cgroup();
 	if (read_str(THP_ENABLED, thp, sizeof(thp)) <= 0)
@@ -434,7 +435,7 @@ static int load_start(struct load *l)
 		l->why_not[LOAD_THP] = "THP disabled (enabled is [never])";
 	if (access(CPU1_ONLINE, W_OK))
 		l->why_not[LOAD_HOTPLUG] = "no " CPU1_ONLINE " (one CPU, or no CONFIG_HOTPLUG_CPU)";
-	l->thp_before = vmstat("thp_fault_alloc");
+	l->thp_before = vmstat_get("thp_fault_alloc");
 	for (int k = 0; k < NR_LOADS; k++) {
 		if (l->why_not[k]) {
 			diag("load: no %s: %s", load_names[k], l->why_not[k]);
@@ -521,7 +522,8 @@ static int mod_mem_read(struct mod_mem *m)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, "pagetrace ", 10)) {
-			sscanf(line + 10, "%lu %ld", &m->mod_size, &m->mod_refs);
+			if (sscanf(line + 10, "%lu %ld", &m->mod_size, &m->mod_refs) != 2)
+				m->mod_refs = -1;
 			break;
 		}
 	}
@@ -581,6 +583,8 @@ struct session {
 	struct {
 		uint64_t	events, lost, chunks, produced, overwritten;
 	}			mc[MAX_CPUS];
+	/* the module's memory mid-session, to show the idle check sees it */
+	struct mod_mem		busy;
 	/* what the session showed */
 	unsigned int		failures;
 	uint64_t		events, lost, overwritten, by_type[4];
@@ -661,25 +665,25 @@ static int64_t flight_drain(struct session *s)
 }
 
 /* What a second client tries mid-session; all of it must be refused. */
-static void intruder(struct session *s)
+static void second_client(struct session *s)
 {
 	struct pagetrace_consume c = { 0 };
 	int fd = open(DEV, O_RDONLY | O_CLOEXEC);
 
 	if (fd >= 0) {
-		fail(s, "intruder: a second open succeeded during the session");
+		fail(s, "second client: a second open succeeded during the session");
 		close(fd);
 	} else if (errno != EBUSY) {
-		fail(s, "intruder: second open: %s, not EBUSY", strerror(errno));
+		fail(s, "second client: second open: %s, not EBUSY", strerror(errno));
 	}
 	if (ioctl(s->fd, _IO(PAGETRACE_IOC_MAGIC, 0x7f)) != -1 || errno != ENOTTY)
-		fail(s, "intruder: an unknown ioctl was not ENOTTY");
+		fail(s, "second client: an unknown ioctl was not ENOTTY");
 	if (ioctl(s->fd, PAGETRACE_IOC_STATS, (void *)8) != -1 || errno != EFAULT)
-		fail(s, "intruder: STATS with a bad pointer was not EFAULT");
+		fail(s, "second client: STATS with a bad pointer was not EFAULT");
 	/* read() has claimed a stream session: the mapping's claim fails. */
 	if (s->mode == MODE_STREAM &&
 	    (ioctl(s->fd, PAGETRACE_IOC_CONSUME, &c) != -1 || errno != EBUSY))
-		fail(s, "intruder: CONSUME on a read() session was not EBUSY");
+		fail(s, "second client: CONSUME on a read() session was not EBUSY");
 }
 
 static int session_open(struct session *s)
@@ -715,7 +719,12 @@ static int session_open(struct session *s)
 	return 0;
 }
 
-/* Record for @secs: flight mode takes a snapshot every 5 to 15 s. */
+/*
+ * Record for @secs.  Flight mode takes a snapshot every 5 to 30 s: at the
+ * load's rate under TCG (~70 KB/s a CPU) the default 1 MiB ring of a CPU
+ * wraps in about 15 s, so the longer gaps overwrite chunks and the shorter
+ * ones do not.
+ */
 static void session_record(struct session *s, double secs)
 {
 	uint64_t t0 = pt_st_mono_ns(), end = t0 + (uint64_t)(secs * NS);
@@ -723,10 +732,11 @@ static void session_record(struct session *s, double secs)
 
 	while (pt_st_mono_ns() < end) {
 		uint64_t left = (end - pt_st_mono_ns()) / 1000000;
-		unsigned int ms = (5 + (s->snapshots * 3) % 11) * 1000;
+		unsigned int ms = (5 + (s->snapshots * 7) % 26) * 1000;
 
 		if (!intruded && pt_st_mono_ns() - t0 > (uint64_t)(secs * NS) / 2) {
-			intruder(s);
+			mod_mem_read(&s->busy);
+			second_client(s);
 			intruded = true;
 			continue;
 		}
@@ -743,8 +753,10 @@ static void session_record(struct session *s, double secs)
 			fail(s, "THAW: %s", strerror(errno));
 		s->snapshots++;
 	}
-	if (!intruded)
-		intruder(s);
+	if (!intruded) {
+		mod_mem_read(&s->busy);
+		second_client(s);
+	}
 }
 
 /* STOP, read to the end, and take the kernel's final counts. */
@@ -985,12 +997,21 @@ static void check_trace(struct session *s, const struct trace_tally *t)
 	}
 }
 
-/* After close: the module's memory back to @idle; kmemleak silent. */
+/*
+ * After close: the module's memory back to @idle; kmemleak silent.  A
+ * check that cannot see the module's memory would pass anything: mid-session
+ * there must have been more of it (the rings) and a reference (the open).
+ */
 static void check_memory(struct session *s, const struct mod_mem *idle)
 {
 	static char leaks[16384];
 	struct mod_mem now;
 	uint64_t t0 = pt_st_mono_ns();
+
+	if (s->busy.vm_bytes <= idle->vm_bytes || s->busy.mod_refs <= idle->mod_refs)
+		fail(s, "mid-session: vmalloc %lu areas %lu bytes, used by %ld: %s",
+		     s->busy.vm_areas, s->busy.vm_bytes, s->busy.mod_refs,
+		     "no more than idle, so the idle check sees nothing");
 
 	/* Freeing may trail the close a little (RCU, a worker): wait 10 s. */
 	for (;;) {
@@ -1005,7 +1026,8 @@ static void check_memory(struct session *s, const struct mod_mem *idle)
 		usleep(200000);
 	}
 	if (!mod_mem_same(&now, idle))
-		fail(s, "after close: vmalloc %lu areas %lu bytes, module size %lu refs %ld; idle: %lu areas %lu bytes, size %lu refs %ld; first area now: %s",
+		fail(s, "after close: vmalloc %lu areas %lu bytes, module size %lu refs %ld; "
+		     "idle: %lu areas %lu bytes, size %lu refs %ld; first area now: %s",
 		     now.vm_areas, now.vm_bytes, now.mod_size, now.mod_refs,
 		     idle->vm_areas, idle->vm_bytes, idle->mod_size, idle->mod_refs,
 		     now.first_area[0] ? now.first_area : "-");
@@ -1161,6 +1183,8 @@ TEST_F_TIMEOUT(soak, sessions, 86400)
 		     nr, s->mode == MODE_FLIGHT ? "flight" : "stream", s->secs, s->b.len,
 		     s->events, t->by_type[PGTRACE_EV_ALLOC], t->by_type[PGTRACE_EV_FREE],
 		     t->by_type[PGTRACE_EV_RECLAIM], s->lost, s->probe_missed);
+		diag("session %d: mid-session the module had %lu vmalloc areas, %lu bytes, %s %ld",
+		     nr, s->busy.vm_areas, s->busy.vm_bytes, "used by", s->busy.mod_refs);
 		if (s->mode == MODE_FLIGHT)
 			diag("session %d: %u snapshots, %" PRIu64 " chunks overwritten",
 			     nr, s->snapshots, s->overwritten);
@@ -1197,7 +1221,7 @@ TEST_F_TIMEOUT(soak, sessions, 86400)
 	}
 	if (!self->load.why_not[LOAD_THP])
 		diag("load THP: %" PRIu64 " huge page faults (thp_fault_alloc)",
-		     vmstat("thp_fault_alloc") - self->load.thp_before);
+		     vmstat_get("thp_fault_alloc") - self->load.thp_before);
 	load_stop(&self->load);
 	self->loaded = false;
 	/* Objects freed less than 5 s ago are not yet kmemleak's to report. */

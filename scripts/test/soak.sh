@@ -12,6 +12,11 @@
 #                         scripts/vm/debug-kernel.sh (KASAN, lockdep; kmemleak
 #                         is scanned after each session where it is built in)
 #   SOAK_SESSION_SECONDS  one session's length (default 60)
+#   SOAK_REV              build the module, CLI and test from this git
+#                         revision (e.g. HEAD), exported into build/soak/src,
+#                         instead of the working tree: an hour's run then
+#                         names the exact code it ran, whatever is being
+#                         edited meanwhile
 #
 # Everything goes to build/soak/ (its own build and share directories, so
 # that it can run beside make check): share/results/soak.ktap (the test's
@@ -20,6 +25,9 @@
 # results and the VM's checks as "ok"/"not ok" lines, and ends with
 # "N passed, N failed"; exit status 1 if anything failed.
 set -uo pipefail
+# Read whole before running: the run takes an hour, and bash reads a
+# script as it goes, so an edit meanwhile would otherwise change it midway.
+{
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
@@ -29,7 +37,6 @@ SOAK_SESSION_SECONDS=${SOAK_SESSION_SECONDS:-60}
 OUT=$ROOT/build/soak
 S=$OUT/share
 LOG=$OUT/results.log
-KSELFTEST_DIR=$ROOT/build/ksrc/tools/testing/selftests
 TEST=pagetrace_soak_test
 
 die() { echo "soak: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
@@ -49,6 +56,22 @@ case $SOAK_SECONDS in
 esac
 mkdir -p "$OUT"
 : >"$LOG"
+
+# What to build: the working tree, or a revision exported afresh.
+SRC=$ROOT
+if [ -n "${SOAK_REV:-}" ]; then
+	rev=$(git rev-parse --verify -q "$SOAK_REV^{commit}") || die "no revision $SOAK_REV"
+	SRC=$OUT/src
+	rm -rf "$SRC"
+	mkdir -p "$SRC/build"
+	git archive "$rev" | tar -x -C "$SRC" || die "git archive $rev failed"
+	# The kernel files make ksrc extracts, if we have them already.
+	[ -d "$ROOT/build/ksrc" ] && cp -a "$ROOT/build/ksrc" "$SRC/build/"
+	echo "# soak: building $(git log -1 --format='%h %s' "$rev")"
+else
+	echo "# soak: building the working tree (at $(git log -1 --format=%h) plus its changes)"
+fi
+KSELFTEST_DIR=$SRC/build/ksrc/tools/testing/selftests
 
 # The kernel, and the module built for it in our own directory: check.sh
 # builds into build/RELEASE, which a run beside us may be using.
@@ -74,15 +97,15 @@ fi
 P="[$rel soak]"
 echo "# soak: ${SOAK_SECONDS}s on $rel, sessions of ${SOAK_SESSION_SECONDS}s; logs in ${OUT#"$ROOT"/}/"
 
-step ksrc make ksrc
-step kbuild make -j"$(nproc)" kbuild "${kbuild[@]}" BENCH=0 BDIR="$OUT/$rel"
-step static make static STATIC_DIR="$OUT/static"
-step selftest make -C selftests "$TEST" KSELFTEST_DIR="$KSELFTEST_DIR"
+step ksrc make -C "$SRC" ksrc
+step kbuild make -C "$SRC" -j"$(nproc)" kbuild "${kbuild[@]}" BENCH=0 BDIR="$OUT/$rel"
+step static make -C "$SRC" static STATIC_DIR="$OUT/static"
+step selftest make -C "$SRC/selftests" "$TEST" KSELFTEST_DIR="$KSELFTEST_DIR"
 
 rm -rf "$S"
 mkdir -p "$S/tests" "$S/results"
 cp "$OUT/$rel/pagetrace.ko" "$OUT/static/pagetrace" "$S/" || die "missing build outputs"
-cp "selftests/$TEST" "$S/tests/"
+cp "$SRC/selftests/$TEST" "$S/tests/"
 
 # The guest side.  The test's own limit is the soak plus the last
 # session's stop and checks; the VM's adds the boot and a margin.
@@ -169,3 +192,5 @@ scripts/test/ktap.sh normalize "$P" vm 0 <"$R/vm.ktap" | tee -a "$LOG"
 grep -h '^# soak summary\|^# load' "$R/soak.ktap" 2>/dev/null
 scripts/test/ktap.sh failures "$LOG"
 scripts/test/ktap.sh count "$LOG"
+exit
+}
