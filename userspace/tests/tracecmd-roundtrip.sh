@@ -5,7 +5,12 @@
 # and comm), `--cpu N` and `-F 'kmem/mm_page_alloc: order > 0'` must filter
 # them as they would a native recording, and each chunk's lost events must
 # show as trace-cmd's "CPU:N [COUNT EVENTS DROPPED]" before the first event
-# that CPU logged after them.  KTAP on stdout; skips without trace-cmd.
+# that CPU logged after them.  Then KernelShark (Debian's 2.2) opens the
+# first file under Xvfb, as an unprivileged user (as root it first shows a
+# warning dialog): it must load it, title its window with it and draw the
+# CPU rows and the list; the screenshot is kept as
+# build/tracecmd/kernelshark.png.  KTAP on stdout; skips without
+# trace-cmd; installs kernelshark and Xvfb when run as root.
 #   userspace/tests/tracecmd-roundtrip.sh [TRACE...]
 # Without TRACE: a trace with tasks, names, a snapshot, long gaps and
 # losses (tests/gen_tasks_trace.c) and a 100,000-event one from
@@ -26,10 +31,10 @@ if [ $# -gt 0 ]; then
 else
 	traces=("$out/tasks.pt" "$out/gen.pt")
 fi
-echo "1..$((5 * ${#traces[@]} + 1))"
+echo "1..$((5 * ${#traces[@]} + 2))"
 n=0
 skip_all() {
-	for ((i = 0; i < 5 * ${#traces[@]} + 1; i++)); do
+	for ((i = 0; i < 5 * ${#traces[@]} + 2; i++)); do
 		echo "ok $((i + 1)) tracecmd # SKIP $1"
 	done
 	exit 0
@@ -153,5 +158,91 @@ else
 	echo "# no mm_page_alloc record found in $first_dat.dat"
 	echo "not ok $n tracecmd-detects-change"
 	fail=1
+fi
+
+# KernelShark: the window of an empty KernelShark has about 4,900
+# colourful pixels (buttons, the marker boxes), with tasks.dat about
+# 57,000 (the CPU rows, the task colours in the list).
+ks_result() { # OK REASON
+	if [ "$1" = 0 ]; then
+		echo "ok $n tracecmd-kernelshark$2"
+	else
+		echo "not ok $n tracecmd-kernelshark: $2"
+		fail=1
+	fi
+}
+kernelshark_open() { # NAME
+	local ks=$out/kernelshark run=() shot
+	local tools=(kernelshark xvfb-run xauth xwd xwininfo)
+	if ! command -v "${tools[@]}" >/dev/null && [ "$(id -u)" = 0 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			kernelshark xvfb xauth x11-apps x11-utils >"$out/apt.log" 2>&1 ||
+			tail -n 5 "$out/apt.log" | sed 's/^/# /'
+	fi
+	if ! command -v "${tools[@]}" >/dev/null; then
+		echo "ok $n tracecmd-kernelshark # SKIP no ${tools[*]}" \
+			"(apt-get install kernelshark xvfb xauth x11-apps x11-utils)"
+		return
+	fi
+	mkdir -p "$ks/run"
+	cp "$out/$1.dat" "$ks/trace.dat"
+	chmod 700 "$ks/run"
+	if [ "$(id -u)" = 0 ]; then
+		chown -R 65534:65534 "$ks"
+		run=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	fi
+	# Wait for the window that names the file, give it time to draw,
+	# take the screen, and see whether KernelShark is still running.
+	"${run[@]}" env HOME="$ks" XDG_RUNTIME_DIR="$ks/run" timeout 180 \
+		xvfb-run -a -s "-screen 0 1600x1000x24" bash -c '
+		cd "$HOME" || exit 1
+		kernelshark -geometry 1280x900+0+0 "$HOME/trace.dat" >ks.log 2>&1 &
+		pid=$!
+		for ((i = 0; i < 120; i++)); do
+			xwininfo -root -tree 2>/dev/null | grep -q "Kernel Shark (.*trace.dat)" && break
+			kill -0 $pid 2>/dev/null || break
+			sleep 0.5
+		done
+		sleep 3
+		xwininfo -root -tree >windows.txt 2>&1
+		xwd -root -silent >shot.xwd
+		if kill $pid 2>/dev/null; then echo running >state; else echo exited >state; fi
+		wait $pid' >"$ks/xvfb.log" 2>&1
+	sed 's/^/# kernelshark: /' "$ks/ks.log" 2>/dev/null
+	if [ "$(cat "$ks/state" 2>/dev/null)" != running ]; then
+		sed 's/^/# /' "$ks/xvfb.log"
+		ks_result 1 "KernelShark did not run until the screenshot"
+		return
+	fi
+	# kvm_combo and sched_events need KVM and sched events, which the
+	# file has none of (nor has a native recording of kmem events).
+	if ! grep -q "^Loading .*trace.dat" "$ks/ks.log" ||
+	   grep -iv 'plugin "\(kvm_combo\|sched_events\)" failed to initialize' "$ks/ks.log" |
+	   grep -qi 'error\|fail\|cannot\|could not\|unable\|abort'; then
+		ks_result 1 "KernelShark did not load the file cleanly"
+		return
+	fi
+	if ! grep -q '"Kernel Shark (.*trace.dat)"' "$ks/windows.txt"; then
+		ks_result 1 "no KernelShark window titled with the file"
+		return
+	fi
+	if ! shot=$(python3 "$here/tests/xwd_png.py" "$ks/shot.xwd" "$out/kernelshark.png" \
+		0 0 1280 900); then
+		ks_result 1 "cannot read the screenshot"
+		return
+	fi
+	rm -f "$ks/shot.xwd"
+	echo "# screenshot ${out#"$top"/}/kernelshark.png: $shot pixels (empty window: ~4,900)"
+	if [ "${shot#colourful }" -lt 20000 ]; then
+		ks_result 1 "the window shows no events (see ${out#"$top"/}/kernelshark.png)"
+		return
+	fi
+	ks_result 0 " (${out#"$top"/}/kernelshark.png)"
+}
+n=$((n + 1))
+if [ -z "$first_dat" ]; then
+	echo "ok $n tracecmd-kernelshark # SKIP no trace.dat"
+else
+	kernelshark_open "$first_dat"
 fi
 exit $fail
