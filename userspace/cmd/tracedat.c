@@ -116,7 +116,6 @@ struct td_page {
 struct td {
 	FILE		*out;
 	uint64_t	pos;		/* bytes written */
-	bool		werr;
 	unsigned int	nr_cpus;
 	struct td_cpu	*cpus;
 	struct td_page	pg;		/* the page being laid out */
@@ -124,8 +123,9 @@ struct td {
 
 static void put(struct td *t, const void *p, size_t n)
 {
-	if (n && fwrite(p, 1, n, t->out) != n)
-		t->werr = true;
+	/* A failed write leaves the stream's error flag set: the caller checks it. */
+	if (n)
+		fwrite(p, 1, n, t->out);
 	t->pos += n;
 }
 
@@ -544,7 +544,7 @@ int tracedat_write(struct pgtrace_reader *r, FILE *out)
 {
 	struct td t = { .out = out };
 	struct pgtrace_event ev;
-	int ret;
+	int ret, err;
 
 	t.nr_cpus = pgtrace_reader_header(r)->nr_cpus;
 	t.cpus = calloc(t.nr_cpus ? t.nr_cpus : 1, sizeof(*t.cpus));
@@ -559,24 +559,30 @@ int tracedat_write(struct pgtrace_reader *r, FILE *out)
 	while ((ret = pgtrace_reader_next(r, &ev)) > 0) {
 		ret = td_add(&t, &ev);
 		if (ret)
-			break;
+			goto out;
 	}
+	/*
+	 * A corrupt or cut-off stream still gives a file of the events before
+	 * the damage, as the other formats do; its error is returned after.
+	 */
+	err = ret;
+	ret = 0;
 	for (unsigned int i = 0; !ret && i < t.nr_cpus; i++)
 		ret = td_sort(&t.cpus[i]);
 	if (!ret)
 		ret = td_write_file(&t, r);
-	if (!ret && t.werr)
-		ret = -EIO;
-	for (unsigned int i = 0; i < t.nr_cpus; i++) {
+	for (unsigned int i = 0; !ret && !err && i < t.nr_cpus; i++) {
 		struct td_cpu *c = &t.cpus[i];
 
-		if (!ret && (c->pending_lost || c->pending_unknown))
+		if (c->pending_lost || c->pending_unknown)
 			fprintf(stderr, "pagetrace: note: CPU %u lost %" PRIu64 " events after"
 				" its last one%s; trace-cmd marks losses on the next event,"
 				" so these are not in the file\n", i, c->pending_lost,
 				c->pending_unknown ? " (and whole chunks)" : "");
-		free(c->ev);
 	}
+out:
+	for (unsigned int i = 0; i < t.nr_cpus; i++)
+		free(t.cpus[i].ev);
 	free(t.cpus);
-	return ret;
+	return ret ? ret : err;
 }
