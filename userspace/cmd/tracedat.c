@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A pagetrace trace as a trace-cmd data file, version 6 (the layout of
- * trace-cmd.dat.v6(5), read by trace-cmd 2.9 and later and KernelShark).
+ * trace-cmd.dat.v6(5), which trace-cmd wrote before version 7 and still
+ * reads; tested with Debian 12's trace-cmd 3.1.6 and KernelShark 2.2).
+ * Version 7's sections and compression would buy nothing here.
  *
  * The file pretends to be a recording of the kernel's own page events, so
  * that trace-cmd's filters and KernelShark work on it as on a native one:
@@ -495,12 +497,12 @@ static int td_write_file(struct td *t, struct pgtrace_reader *r)
 	put32(t, TD_PAGE_SIZE);
 	td_headers(t);
 	put32(t, 0);			/* no ftrace (function tracer) formats */
-	put32(t, 2);			/* event systems */
-	put_str(t, "kmem");
+	put32(t, 2);			/* event systems, two events each */
+	put_str(t, td_kinds[TD_ALLOC].system);
 	put32(t, 2);
 	td_format(t, TD_ALLOC);
 	td_format(t, TD_FREE);
-	put_str(t, "pagetrace");
+	put_str(t, td_kinds[TD_RECLAIM].system);
 	put32(t, 2);
 	td_format(t, TD_RECLAIM);
 	td_format(t, TD_SNAPSHOT);
