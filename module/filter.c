@@ -232,6 +232,7 @@ int pt_filter_setup(struct pt_filter *f)
 	}
 	for (type = PAGETRACE_EV_ALLOC; type <= PAGETRACE_EV_RECLAIM; type++)
 		f->keep[type] = f->types & BIT(type) ? f->orders : 0;
+	f->more = !f->all_nodes || f->cgrp;
 	f->active = f->types != PT_ALL_TYPES || f->orders != U64_MAX ||
 		    !f->all_nodes || f->cgrp;
 	return 0;

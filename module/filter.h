@@ -30,6 +30,7 @@ static_assert(PAGETRACE_EV_RECLAIM <= PT_FILTER_TYPE_MASK);
  * struct pt_filter - which events a session keeps
  * @active: any of the rest leaves something out
  * @all_nodes: every node kept, @nodes not looked at
+ * @more: a node or cgroup filter: more to test than @keep
  * @types: BIT(PAGETRACE_EV_*) of the types kept
  * @orders: BIT_ULL(order) of the orders kept
  * @keep: per event type, BIT_ULL(order) of the orders kept: @orders, or 0
@@ -43,6 +44,7 @@ static_assert(PAGETRACE_EV_RECLAIM <= PT_FILTER_TYPE_MASK);
 struct pt_filter {
 	bool		active;
 	bool		all_nodes;
+	bool		more;
 	u8		types;
 	u64		orders;
 	u64		keep[PT_FILTER_TYPE_MASK + 1];
@@ -80,8 +82,11 @@ static __always_inline bool pt_filter_keeps(const struct pt_filter *f,
 					    unsigned long pfn,
 					    unsigned long npages)
 {
-	/* log2 of npages rounded up, as the orders parameter counts them. */
-	unsigned int order = npages > 1 ? fls64(npages - 1) : 0;
+	/*
+	 * log2 of npages rounded up, as the orders parameter counts them;
+	 * no branch: fls64(0) is 0 for a single page.
+	 */
+	unsigned int order = fls64(npages - 1);
 
 	/*
 	 * Masked, so that the index is in bounds by construction: an array
@@ -90,6 +95,8 @@ static __always_inline bool pt_filter_keeps(const struct pt_filter *f,
 	 */
 	if (!(f->keep[type & PT_FILTER_TYPE_MASK] & BIT_ULL(order & 63)))
 		return false;
+	if (likely(!f->more))
+		return true;
 	if (!f->all_nodes &&
 	    !node_isset(page_to_nid(pfn_to_page(pfn)), f->nodes))
 		return false;

@@ -54,11 +54,14 @@ struct vm_area_struct;
 /*
  * Where an allocation was hooked, for its call stack (stacks.c): the
  * probe's registers (NULL in a tracepoint, which has none) and, for a
- * probe on a function's return, the function's address.
+ * probe on a function's return, the function's address; for a tracepoint
+ * probe, its own frame (its saved frame pointer, then its return address
+ * into the code that fired the tracepoint), or NULL.
  */
 struct pt_origin {
 	struct pt_regs	*regs;
 	unsigned long	func;
+	unsigned long	*tp_frame;
 };
 
 /* pt_cpu.checks: what the fast path tests besides room and time. */
@@ -378,7 +381,7 @@ void pt_snapshot_free(struct pt_session *sess);
 /* hooks.c */
 unsigned int pt_hooks_backend(void);
 int pt_hooks_init(void);
-int pt_hooks_register(unsigned int backend, u32 *uncovered);
+int pt_hooks_register(unsigned int backend, bool stacks, u32 *uncovered);
 void pt_hooks_unregister(void);
 unsigned long pt_hooks_missed(void);
 

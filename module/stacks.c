@@ -113,6 +113,33 @@ bool pt_sample_due(struct pt_cpu *c, unsigned long npages)
 	return true;
 }
 
+/*
+ * The stack from @regs into @f, after the @n frames already there: its
+ * depth.  @regs' own address comes first; starting from registers, the
+ * unwinder skips their frame.
+ */
+static unsigned int pt_stack_unwind(unsigned long *f, unsigned int n,
+				    struct pt_regs *regs, bool *cut)
+{
+	struct unwind_state state;
+
+	f[n++] = instruction_pointer(regs);
+	for (unwind_start(&state, current, regs, NULL);
+	     !unwind_done(&state); unwind_next_frame(&state)) {
+		unsigned long addr = unwind_get_return_address(&state);
+
+		if (!addr)
+			break;
+		if (n == PT_STACK_DEPTH) {
+			*cut = true;
+			return n;
+		}
+		f[n++] = addr;
+	}
+	*cut = false;
+	return n;
+}
+
 /* Take the current call stack into st->scratch: its depth. */
 static unsigned int pt_stack_take(struct pt_stacks *st,
 				  const struct pt_origin *o, bool *cut)
@@ -121,26 +148,29 @@ static unsigned int pt_stack_take(struct pt_stacks *st,
 	unsigned int n = 0, first;
 
 	if (o && o->regs) {
-		struct unwind_state state;
-
 		if (o->func)
 			f[n++] = o->func;
-		f[n++] = instruction_pointer(o->regs);
-		/* Starting from registers, the unwinder skips their frame. */
-		for (unwind_start(&state, current, o->regs, NULL);
-		     !unwind_done(&state); unwind_next_frame(&state)) {
-			unsigned long addr = unwind_get_return_address(&state);
+		return pt_stack_unwind(f, n, o->regs, cut);
+	}
 
-			if (!addr)
-				break;
-			if (n == PT_STACK_DEPTH) {
-				*cut = true;
-				return n;
-			}
-			f[n++] = addr;
-		}
-		*cut = false;
-		return n;
+	/*
+	 * A tracepoint probe that kept its frame: the registers of the code
+	 * that fired the tracepoint, as they are when the probe returns to
+	 * it: the instruction after the call, the stack pointer above the
+	 * return address, the frame pointer the probe saved.  Unwinding from
+	 * there skips this module's frames, whose ORC lookups (in a module's
+	 * tables) cost the most; the frames are those of the code below.
+	 */
+	if (o && o->tp_frame) {
+		struct pt_regs regs = {
+			.ip = o->tp_frame[1],
+			.sp = (unsigned long)(o->tp_frame + 2),
+			.bp = o->tp_frame[0],
+			.cs = __KERNEL_CS,
+			.flags = X86_EFLAGS_FIXED,
+		};
+
+		return pt_stack_unwind(f, 0, &regs, cut);
 	}
 
 	/*
