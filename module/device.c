@@ -15,7 +15,7 @@
  *  poll     readable when a chunk is waiting or the session has stopped
  *           (or, before any chunk was consumed, while header bytes are
  *           left for read()).
- *  ioctl    PAGETRACE_IOC_INFO, _FLUSH, _STATS, _STOP, _MMAP_INFO,
+ *  ioctl    PAGETRACE_IOC_INFO, _FLUSH, _STATS, _STOP, _COUNTERS, _MMAP_INFO,
  *           _CONSUME, _SET_MODE, _FREEZE, _THAW; others -ENOTTY.
  *  release  stops the session and frees it (after the last munmap()).
  *
@@ -211,6 +211,44 @@ static long pt_ioctl_info(struct pt_session *sess, void __user *arg)
 	};
 
 	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
+}
+
+/*
+ * The zones' counters at start (the header's record) or at stop (once
+ * stopped: the acquire pairs with the release in pt_session_stop(), after
+ * which the stop counters never change).
+ */
+static long pt_ioctl_counters(struct pt_session *sess, void __user *arg)
+{
+	struct pagetrace_counters_req req;
+	const void *rec;
+	u32 size = pt_counters_size(sess->counters_max);
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (memchr_inv(req.reserved, 0, sizeof(req.reserved)))
+		return -EINVAL;
+	switch (req.which) {
+	case PAGETRACE_COUNTERS_START:
+		rec = sess->header + sess->counters_rec_off;
+		break;
+	case PAGETRACE_COUNTERS_STOP:
+		if (!smp_load_acquire(&sess->stopped))
+			return -EAGAIN;
+		rec = sess->stop_counters;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (req.size < size) {
+		req.size = size;
+		return copy_to_user(arg, &req, sizeof(req)) ? -EFAULT : -ENOSPC;
+	}
+	req.size = size;
+	if (copy_to_user(u64_to_user_ptr(req.buf), rec, size) ||
+	    copy_to_user(arg, &req, sizeof(req)))
+		return -EFAULT;
+	return 0;
 }
 
 static long pt_ioctl_stats(struct pt_session *sess, void __user *arg)
@@ -454,6 +492,8 @@ static long pt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case PAGETRACE_IOC_STOP:
 		pt_ioctl_stop(sess);
 		return 0;
+	case PAGETRACE_IOC_COUNTERS:
+		return pt_ioctl_counters(sess, uarg);
 	case PAGETRACE_IOC_MMAP_INFO:
 		return pt_ioctl_mmap_info(sess, uarg);
 	case PAGETRACE_IOC_CONSUME:

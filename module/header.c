@@ -31,14 +31,17 @@ static size_t pt_rec_space(size_t payload)
 	return sizeof(struct pagetrace_record) + ALIGN(payload, 8);
 }
 
-/* Append one record at *pos; the buffer is zeroed, so padding is too. */
+/*
+ * Append one record at *pos; the buffer is zeroed, so padding is too, and
+ * so is the payload of a record put with @payload NULL, to be filled in.
+ */
 static void pt_rec_put(void **pos, u32 type, const void *payload, u32 size)
 {
 	struct pagetrace_record *rec = *pos;
 
 	rec->type = pt_le32(type);
 	rec->size = pt_le32(size);
-	if (size)
+	if (payload)
 		memcpy(rec + 1, payload, size);
 	*pos += pt_rec_space(size);
 }
@@ -162,6 +165,7 @@ int pt_header_build(struct pt_session *sess)
 	       pt_rec_space(sizeof(struct pagetrace_rec_stacks)) +
 	       pt_rec_space(sizeof(struct pagetrace_rec_filter)) +
 	       (pt_nr_zones() + 4) * pt_rec_space(sizeof(struct pagetrace_rec_zone)) +
+	       pt_rec_space(pt_counters_size(pt_nr_zones() + 4)) +
 	       pt_rec_space(0);
 	h = kzalloc(size, GFP_KERNEL);
 	if (!h)
@@ -206,6 +210,16 @@ int pt_header_build(struct pt_session *sess)
 		pt_filter_record(&sess->filter, &filter);
 		pt_rec_put(&pos, PAGETRACE_REC_FILTER, &filter, sizeof(filter));
 	}
+	/*
+	 * Filled in by pt_header_set_counters() once the snapshot is taken,
+	 * before anyone reads; zeroed (no zone) until then.  Room for the
+	 * zones memory hotplug may add meanwhile, as below.
+	 */
+	sess->counters_max = pt_nr_zones() + 4;
+	sess->counters_rec_off = pos + sizeof(struct pagetrace_record) -
+				 (void *)h;
+	pt_rec_put(&pos, PAGETRACE_REC_COUNTERS, NULL,
+		   pt_counters_size(sess->counters_max));
 	while ((zone = pt_next_zone(zone))) {
 		struct pagetrace_rec_zone z = {
 			.node = pt_le32(zone_to_nid(zone)),
@@ -273,4 +287,19 @@ void pt_header_set_flags(struct pt_session *sess, u32 flags)
 	sess->header_flags = flags;
 	h->flags = pt_le32(flags);
 	WRITE_ONCE(mh->flags, pt_le32(flags));
+}
+
+/**
+ * pt_header_set_counters - the zones' counters now, into the header
+ * @sess: the session, hooks attached and the snapshot taken, before open()
+ *	  returns: nobody reads either copy of the header yet
+ */
+void pt_header_set_counters(struct pt_session *sess)
+{
+	void *rec = sess->header + sess->counters_rec_off;
+
+	pt_counters_read(rec, sess->counters_max);
+	memcpy((void *)sess->meta + sess->meta->header_offset +
+	       sess->counters_rec_off, rec,
+	       pt_counters_size(sess->counters_max));
 }

@@ -13,6 +13,8 @@
  *   stacks.c   call stacks of sampled allocations (stack_rate=)
  *   header.c   the stream header built at session start
  *   snapshot.c the memory map at session start
+ *   pcp.c      the per-CPU free lists' blocks, which the snapshot skips
+ *   counters.c the kernel's own count of each zone, at start and stop
  *   mmap.c     the read-only mapping of the meta area and the buffers
  *   session.c  session start/stop/flush, with its parameters
  *   device.c   /dev/pagetrace: open (a session), read, ioctl, release
@@ -20,7 +22,7 @@
  *   params.c   the parameter kinds every file's parameters use
  *
  * Calls go down, never up: main -> device -> session -> hooks, buffers,
- * snapshot -> header, mmap -> writer -> stacks, filter, clock, and
+ * snapshot -> pcp; snapshot, counters -> header, mmap -> writer -> stacks, filter, clock, and
  * hooks -> handlers -> writer; params.c is below them all.  (hooks.c names the handlers in its
  * table and reads what they note during its load-time checks; handlers.c
  * calls nothing of hooks.c.)
@@ -235,6 +237,10 @@ struct pt_session {
 	unsigned int		header_size;
 	unsigned int		snap_rec_off;	/* REC_SNAPSHOT payload, or 0 */
 	unsigned int		sess_rec_off;	/* REC_SESSION payload */
+	unsigned int		counters_rec_off; /* REC_COUNTERS payload */
+	unsigned int		counters_max;	/* its zones, and the stop's */
+	/* The zones' counters at stop (counters.c), filled in by stop */
+	struct pagetrace_rec_counters *stop_counters;
 
 	/* The memory map at start (snapshot.c): set up before open returns */
 	void			*snap;		/* snapshot chunks, vmalloc_user */
@@ -364,6 +370,29 @@ int pt_header_build(struct pt_session *sess);
 void pt_header_set_backend(struct pt_session *sess);
 void pt_header_set_flags(struct pt_session *sess, u32 flags);
 struct zone *pt_next_zone(struct zone *zone);
+
+/* pcp.c: the per-CPU free lists' blocks, for the snapshot */
+struct pt_pcp_block {
+	unsigned long	pfn;
+	unsigned int	order;
+};
+
+struct pt_pcp_set {
+	struct pt_pcp_block	*blocks;
+	unsigned long		nr;
+	unsigned long		cap;
+};
+
+int pt_pcp_alloc(struct pt_pcp_set *set);
+int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
+		   unsigned long lo, unsigned long hi);
+unsigned long pt_pcp_find(const struct pt_pcp_set *set, unsigned long pfn);
+void pt_pcp_free(struct pt_pcp_set *set);
+
+/* counters.c */
+size_t pt_counters_size(unsigned int nr_zones);
+void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max);
+void pt_header_set_counters(struct pt_session *sess);
 
 /* stacks.c */
 int pt_stacks_alloc(struct pt_session *sess);

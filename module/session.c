@@ -160,10 +160,17 @@ int pt_session_start(struct pt_session **out)
 	ret = pt_header_build(sess);
 	if (ret)
 		goto free_stacks;
+	/* Room for the counters at stop, which may not fail for want of it. */
+	sess->stop_counters = kzalloc(pt_counters_size(sess->counters_max),
+				      GFP_KERNEL);
+	if (!sess->stop_counters) {
+		ret = -ENOMEM;
+		goto free_header;
+	}
 	/* Moves the positions into the meta area, which copies the header. */
 	ret = pt_meta_init(sess);
 	if (ret)
-		goto free_header;
+		goto free_stop_counters;
 
 	pt_writers_publish(sess);
 	ret = pt_hooks_register(sess->backend, sess->stack_rate, &sess->uncovered);
@@ -180,6 +187,8 @@ int pt_session_start(struct pt_session **out)
 		if (ret)
 			goto unregister_hooks;
 	}
+	/* The kernel's count as the trace's own starts: snapshot + events. */
+	pt_header_set_counters(sess);
 	pt_flush_work_arm(sess);
 	*out = sess;
 	return 0;
@@ -190,6 +199,8 @@ clear_writers:
 	pt_writers_clear();
 	synchronize_rcu();
 	pt_meta_free(sess);
+free_stop_counters:
+	kfree(sess->stop_counters);
 free_header:
 	kfree(sess->header);
 free_stacks:
@@ -219,6 +230,11 @@ void pt_session_stop(struct pt_session *sess)
 
 	/* Hooks still running finish on their own; new ones see NULL. */
 	pt_writers_clear();
+	/*
+	 * The kernel's count at the instant the trace ends: before the
+	 * detaching, which takes milliseconds of grace periods.
+	 */
+	pt_counters_read(sess->stop_counters, sess->counters_max);
 	pt_hooks_unregister();
 	/* Also waits out handlers that read a writer before it was cleared. */
 	synchronize_rcu();
@@ -248,6 +264,7 @@ void pt_session_free(struct pt_session *sess)
 	pt_buffers_free(sess);
 	pt_meta_free(sess);
 	pt_filter_release(&sess->filter);
+	kfree(sess->stop_counters);
 	kfree(sess->header);
 	kfree(sess);
 }

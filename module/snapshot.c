@@ -25,23 +25,30 @@
  *  - a PageBuddy page heads a free block of 2^page_private() pages: skip
  *    it whole;
  *  - the head of a compound page is allocated with all its tails;
- *  - any other page with a zero reference count is free (on a per-CPU
- *    free list, or frozen for a moment): skip it;
- *  - everything else is allocated, reserved memory included.
+ *  - any other page with a zero reference count is free if it is on a
+ *    per-CPU free list (pcp.c: skip its block whole), and allocated
+ *    otherwise: a tail of a block allocated without __GFP_COMP, or a
+ *    page handed out frozen (7.x slab pages);  where the per-CPU lists
+ *    cannot be read (pt_pcp_collect()), such a page is taken as free;
+ *  - everything else is allocated, reserved memory included;
+ *  - pages outside System RAM (the holes of a zone's span, whose struct
+ *    pages exist, reserved, but which the zone's present pages do not
+ *    count) are not walked at all: pt_snap_ram_ranges().
  * Known inexactness, documented in Documentation/pagetrace/design.rst:
- * the tail pages of a non-compound block (alloc_pages() without
- * __GFP_COMP) have a zero count and are taken as free; a page whose
- * refcount is frozen at the instant of the walk is taken as free; and the
- * allocator runs during the walk.  The walk happens after the probes are
+ * without the per-CPU lists (5.10), the tail pages of a non-compound
+ * block and frozen pages are taken as free; and the allocator runs during
+ * the walk.  The walk happens after the probes are
  * attached, so a page allocated during it can appear both in the snapshot
  * and as an allocation event, and one freed during it as a free of a page
  * the snapshot does not list; none is missed by both.
  */
+#include <linux/ioport.h>
 #include <linux/memory_hotplug.h>
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/moduleparam.h>
 #include <linux/page-flags.h>
+#include <linux/slab.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/smp.h>
@@ -64,6 +71,11 @@ bool pt_snapshot_wanted(void)
 	return READ_ONCE(pt_snapshot_on);
 }
 
+struct pt_pfn_range {
+	unsigned long	start;
+	unsigned long	end;
+};
+
 struct pt_snap_writer {
 	struct pt_session	*sess;
 	void			*area;		/* NULL: only count */
@@ -79,7 +91,13 @@ struct pt_snap_writer {
 	u64			runs;		/* alloc events */
 	u64			pages;		/* pages in them */
 	u64			unlisted;	/* runs that found no room */
+	u64			flags;		/* PAGETRACE_SNAPSHOT_* */
 	unsigned long		since_resched;	/* pages walked */
+	/* System RAM as PFN ranges [start, end), or nr_ram 0: all of it */
+	struct pt_pfn_range	*ram;
+	unsigned int		nr_ram;
+	/* The per-CPU lists' blocks (pcp.c), or NULL: see the rules above */
+	struct pt_pcp_set	*pcp;
 };
 
 /* The largest buddy order: MAX_ORDER - 1 on 6.1, MAX_PAGE_ORDER since 6.8. */
@@ -162,10 +180,10 @@ static void pt_snap_run(struct pt_snap_writer *w, unsigned long pfn,
 	}
 }
 
-/* Walk one zone; see the rules above. */
-static void pt_snap_zone(struct pt_snap_writer *w, struct zone *zone)
+/* Walk [@pfn, @end), within one zone; see the rules above. */
+static void pt_snap_span(struct pt_snap_writer *w, unsigned long pfn,
+			 unsigned long end)
 {
-	unsigned long pfn = zone->zone_start_pfn, end = zone_end_pfn(zone);
 	unsigned long run = 0, run_start = 0;
 
 	while (pfn < end) {
@@ -191,6 +209,14 @@ static void pt_snap_zone(struct pt_snap_writer *w, struct zone *zone)
 			used = true;
 		} else {
 			used = PageTail(page) || page_count(page);
+			if (!used && w->pcp) {
+				unsigned long left = pt_pcp_find(w->pcp, pfn);
+
+				if (left)
+					step = left;
+				else
+					used = true;
+			}
 		}
 		step = min(step, end - pfn);
 		if (used) {
@@ -205,6 +231,100 @@ static void pt_snap_zone(struct pt_snap_writer *w, struct zone *zone)
 	}
 	if (run)
 		pt_snap_run(w, run_start, run);
+}
+
+/* Pages walked after one reading of the per-CPU lists: 128 MiB. */
+#define PT_SNAP_SLICE	(1UL << (27 - PAGE_SHIFT))
+
+/*
+ * Walk [@pfn, @end) of @zone in slices, the per-CPU lists read right
+ * before each (pt_pcp_collect() says why).  A reading that fails leaves
+ * the slice to the old rule (zero count, on no free list: free) and the
+ * snapshot record without PAGETRACE_SNAPSHOT_PCP.
+ */
+static void pt_snap_sliced(struct pt_snap_writer *w, struct zone *zone,
+			   unsigned long pfn, unsigned long end)
+{
+	while (pfn < end) {
+		unsigned long e = min(end, pfn + PT_SNAP_SLICE);
+		struct pt_pcp_set *pcp = w->pcp;
+
+		w->pcp = NULL;
+		if (pcp && !pt_pcp_collect(pcp, zone, pfn, e))
+			w->pcp = pcp;
+		else if (pcp)
+			w->flags &= ~PAGETRACE_SNAPSHOT_PCP;
+		pt_snap_span(w, pfn, e);
+		w->pcp = pcp;
+		pfn = e;
+	}
+}
+
+/* Walk the System RAM of one zone. */
+static void pt_snap_zone(struct pt_snap_writer *w, struct zone *zone)
+{
+	unsigned long start = zone->zone_start_pfn, end = zone_end_pfn(zone);
+	unsigned int i;
+
+	if (!w->nr_ram) {
+		pt_snap_sliced(w, zone, start, end);
+		return;
+	}
+	for (i = 0; i < w->nr_ram; i++) {
+		unsigned long s = max(start, w->ram[i].start);
+		unsigned long e = min(end, w->ram[i].end);
+
+		if (s < e)
+			pt_snap_sliced(w, zone, s, e);
+	}
+}
+
+struct pt_ram_walk {
+	struct pt_pfn_range	*ram;
+	unsigned int		n;
+	unsigned int		max;
+};
+
+static int pt_snap_ram_range(struct resource *res, void *arg)
+{
+	struct pt_ram_walk *rw = arg;
+	/* Whole pages only, as the zones count them present. */
+	unsigned long start = PFN_UP(res->start), end = PFN_DOWN(res->end + 1);
+
+	if (start >= end)
+		return 0;
+	if (rw->n == rw->max)
+		return -ENOSPC;
+	rw->ram[rw->n].start = start;
+	rw->ram[rw->n].end = end;
+	rw->n++;
+	return 0;
+}
+
+/*
+ * The System RAM ranges of the resource tree (/proc/iomem), which are the
+ * memory the zones count as present: their spans also cover holes, whose
+ * struct pages are reserved and would otherwise be listed as allocated.
+ * Without them (no room, or none found) the walk covers the whole spans,
+ * as it always did.  Returns the array (kfree() it) and *@n.
+ */
+static struct pt_pfn_range *pt_snap_ram_ranges(unsigned int *n)
+{
+	struct pt_ram_walk rw = { .max = 256 };
+
+	*n = 0;
+	rw.ram = kmalloc_array(rw.max, sizeof(*rw.ram), GFP_KERNEL);
+	if (!rw.ram)
+		return NULL;
+	if (walk_iomem_res_desc(IORES_DESC_NONE,
+				IORESOURCE_SYSTEM_RAM | IORESOURCE_BUSY, 0,
+				U64_MAX, &rw, pt_snap_ram_range) == -ENOSPC ||
+	    !rw.n) {
+		kfree(rw.ram);
+		return NULL;
+	}
+	*n = rw.n;
+	return rw.ram;
 }
 
 static void pt_snap_walk(struct pt_snap_writer *w)
@@ -231,6 +351,7 @@ static void pt_snap_record(struct pt_session *sess,
 		.runs = pt_le64(w->runs),
 		.pages = pt_le64(w->pages),
 		.unlisted = pt_le64(w->unlisted),
+		.flags = pt_le64(w->flags),
 	};
 
 	if (!sess->snap_rec_off)
@@ -262,19 +383,30 @@ int pt_snapshot_build(struct pt_session *sess)
 	size_t words_per_chunk = (sess->chunk_size -
 				  sizeof(struct pagetrace_chunk)) / sizeof(u64) - 2;
 	u64 t0 = local_clock();
+	struct pt_pcp_set pcp = { };
 	size_t words;
 
+	w.ram = pt_snap_ram_ranges(&w.nr_ram);
+	if (!pt_pcp_alloc(&pcp)) {
+		w.pcp = &pcp;
+		w.flags |= PAGETRACE_SNAPSHOT_PCP;
+	}
 	pt_snap_walk(&w);
 	/* Room for 2 words per run, a quarter more runs, and a spare chunk. */
 	words = (w.runs + w.runs / 4 + 64) * 2;
 	w.size = (DIV_ROUND_UP(words, words_per_chunk) + 1) * sess->chunk_size;
 	w.area = vmalloc_user(w.size);
-	if (!w.area)
+	if (!w.area) {
+		pt_pcp_free(&pcp);
+		kfree(w.ram);
 		return -ENOMEM;
+	}
 	w.runs = 0;
 	w.pages = 0;
 	w.last = NULL;
 	pt_snap_walk(&w);
+	pt_pcp_free(&pcp);
+	kfree(w.ram);
 
 	sess->snap = w.area;
 	sess->snap_len = w.len;

@@ -128,6 +128,7 @@ struct pagetrace_record {
 #define PAGETRACE_REC_SNAPSHOT	4	/* struct pagetrace_rec_snapshot */
 #define PAGETRACE_REC_STACKS	5	/* struct pagetrace_rec_stacks */
 #define PAGETRACE_REC_FILTER	6	/* struct pagetrace_rec_filter */
+#define PAGETRACE_REC_COUNTERS	7	/* struct pagetrace_rec_counters */
 
 /**
  * struct pagetrace_rec_zone - one populated zone of one node
@@ -145,6 +146,55 @@ struct pagetrace_rec_zone {
 	__u64	end_pfn;
 	__u64	present_pages;
 	__u8	name[16];
+};
+
+/**
+ * struct pagetrace_zone_counters - the kernel's own count of one zone
+ * @node: NUMA node id
+ * @zone: zone index within the node, as in struct pagetrace_rec_zone
+ * @present_pages: pages physically present in the zone's span
+ * @managed_pages: of those, the pages the page allocator manages (the
+ *		   rest is reserved memory, allocated for good)
+ * @free_pages: the zone's NR_FREE_PAGES, per-CPU deltas folded in: pages
+ *		on its free lists
+ * @pcp_pages: pages on the zone's per-CPU free lists, every CPU
+ * @reserved: 0
+ *
+ * The kernel's pages in use are @present_pages - @free_pages - @pcp_pages:
+ * the number the trace's own count (snapshot plus allocations minus frees
+ * and reclaims) is checked against.
+ */
+struct pagetrace_zone_counters {
+	__u32	node;
+	__u32	zone;
+	__u64	present_pages;
+	__u64	managed_pages;
+	__u64	free_pages;
+	__u64	pcp_pages;
+	__u64	reserved;
+};
+
+/**
+ * struct pagetrace_rec_counters - every zone's counters at one instant
+ * @time_ns: when they were read, on the trace clock
+ * @nr_zones: entries of @zones filled in (the rest are zero)
+ * @reserved0: 0
+ * @reserved: 0
+ * @zones: one entry per populated zone
+ *
+ * The header record (PAGETRACE_REC_COUNTERS) holds them as read when the
+ * session started, right after the snapshot (or the hooks, without one);
+ * the counters chunk (PAGETRACE_CHUNK_COUNTERS), as read when it stopped,
+ * in the instant between the hooks' last event and their detaching.  The
+ * allocator runs on other CPUs while a reading walks the zones, so the
+ * two counts agree to within what it does in those microseconds.
+ */
+struct pagetrace_rec_counters {
+	__u64	time_ns;
+	__u32	nr_zones;
+	__u32	reserved0;
+	__u64	reserved[2];
+	struct pagetrace_zone_counters zones[];
 };
 
 /* Hook backends, struct pagetrace_rec_session.backend */
@@ -189,6 +239,7 @@ struct pagetrace_rec_session {
  * @runs: alloc events in the snapshot chunks (runs of allocated pages)
  * @pages: pages in those runs
  * @unlisted: runs that found no room (also the last snapshot chunk's lost)
+ * @flags: PAGETRACE_SNAPSHOT_*
  * @reserved: 0
  *
  * Present when the header flags have PAGETRACE_FLAG_SNAPSHOT; the snapshot
@@ -199,8 +250,17 @@ struct pagetrace_rec_snapshot {
 	__u64	runs;
 	__u64	pages;
 	__u64	unlisted;
-	__u64	reserved[4];
+	__u64	flags;
+	__u64	reserved[3];
 };
+
+/*
+ * struct pagetrace_rec_snapshot.flags: the walk told the pages on the
+ * per-CPU free lists apart, so that a page with a zero reference count on
+ * no free list (a tail of a block allocated without __GFP_COMP, a frozen
+ * page) is listed as allocated.  Without it such pages are left out.
+ */
+#define PAGETRACE_SNAPSHOT_PCP	_BITULL(0)
 
 /**
  * struct pagetrace_rec_stacks - how allocations were sampled for call stacks
@@ -255,6 +315,12 @@ struct pagetrace_rec_filter {
 #define PAGETRACE_CHUNK_SNAPSHOT	_BITUL(1)	/* memory map at session start */
 /* Symbol names for stack addresses; see "Symbol chunks" below. */
 #define PAGETRACE_CHUNK_SYMBOLS		_BITUL(2)
+/*
+ * The zones' counters when the session stopped: the words are a struct
+ * pagetrace_rec_counters (cpu, seq, lost 0; no pid or sync word), read with
+ * PAGETRACE_IOC_COUNTERS and appended by the recorder, at most once.
+ */
+#define PAGETRACE_CHUNK_COUNTERS	_BITUL(3)
 
 /**
  * struct pagetrace_chunk - the 32-byte header of every chunk
@@ -677,6 +743,28 @@ struct pagetrace_stats {
  * returns what is left and 0 (end of file) after it.
  */
 #define PAGETRACE_IOC_STOP	_IO(PAGETRACE_IOC_MAGIC, 0x04)
+
+/* struct pagetrace_counters_req.which */
+#define PAGETRACE_COUNTERS_START	0	/* as in the header record */
+#define PAGETRACE_COUNTERS_STOP		1	/* -EAGAIN until stopped */
+
+/**
+ * struct pagetrace_counters_req - PAGETRACE_IOC_COUNTERS argument
+ * @buf: user pointer to room for a struct pagetrace_rec_counters and its
+ *	 zones
+ * @size: in, bytes at @buf; out, bytes of the counters (copied if they
+ *	  fit, else -ENOSPC with @size set to what they need)
+ * @which: PAGETRACE_COUNTERS_START or _STOP
+ * @reserved: 0
+ */
+struct pagetrace_counters_req {
+	__u64	buf;
+	__u32	size;
+	__u32	which;
+	__u64	reserved[2];
+};
+
+#define PAGETRACE_IOC_COUNTERS	_IOWR(PAGETRACE_IOC_MAGIC, 0x05, struct pagetrace_counters_req)
 
 /*
  * Zero-copy reading: mmap of /dev/pagetrace

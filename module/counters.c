@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The kernel's own count of each zone's pages, read when a session starts
+ * and when it stops (struct pagetrace_rec_counters), so that a trace can
+ * check its pages in use against the kernel's: present - free - per-CPU.
+ *
+ *   start  after the snapshot walk (or the hooks' attaching, without one),
+ *          into the header's REC_COUNTERS record and its copy in the meta
+ *          area: pt_counters_at_start()
+ *   stop   between the writers' clearing and the hooks' detaching, the
+ *          instant after which no event is recorded: pt_counters_at_stop()
+ *          into the session, for PAGETRACE_IOC_COUNTERS
+ *
+ * A reading takes no lock: the free count is the zone's NR_FREE_PAGES with
+ * every CPU's pending delta folded in (zone_page_state_snapshot()), and the
+ * per-CPU lists' counts are read as they are.  The allocator keeps running
+ * on other CPUs meanwhile, so a reading is exact to within what it does in
+ * the microseconds of the walk.
+ */
+#include <linux/cpumask.h>
+#include <linux/irqflags.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/percpu.h>
+#include <linux/string.h>
+#include <linux/vmstat.h>
+
+#include "clock.h"
+#include "pagetrace.h"
+
+/*
+ * Pages on the zone's per-CPU free lists of @cpu.  The lists' struct has
+ * been the zone's per_cpu_pageset since 5.14; before, it sat inside the
+ * per-CPU pageset with the vmstat deltas (PT_HAVE_PCP_PAGESET, Kbuild).
+ */
+static unsigned long pt_pcp_pages(struct zone *zone, unsigned int cpu)
+{
+#ifdef PT_HAVE_PCP_PAGESET
+	return READ_ONCE(per_cpu_ptr(zone->per_cpu_pageset, cpu)->count);
+#else
+	return READ_ONCE(per_cpu_ptr(zone->pageset, cpu)->pcp.count);
+#endif
+}
+
+/**
+ * pt_counters_size - bytes of a struct pagetrace_rec_counters
+ * @nr_zones: entries it has room for
+ *
+ * Return: the size, a multiple of 8.
+ */
+size_t pt_counters_size(unsigned int nr_zones)
+{
+	return sizeof(struct pagetrace_rec_counters) +
+	       nr_zones * sizeof(struct pagetrace_zone_counters);
+}
+
+/**
+ * pt_counters_read - every populated zone's counters now
+ * @rec: room for @max zones, filled in (entries past nr_zones zeroed)
+ * @max: entries @rec has
+ *
+ * Context: any context that may take a few microseconds with interrupts
+ * off; they are off during the walk, so that nothing on this CPU comes
+ * between the zones.
+ */
+void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
+{
+	struct zone *zone = NULL;
+	unsigned long flags;
+	unsigned int n = 0, cpu;
+
+	memset(rec, 0, pt_counters_size(max));
+	local_irq_save(flags);
+	rec->time_ns = pt_le64(pt_clock_now());
+	while (n < max && (zone = pt_next_zone(zone))) {
+		struct pagetrace_zone_counters *z = &rec->zones[n++];
+		unsigned long pcp = 0;
+
+		for_each_online_cpu(cpu)
+			pcp += pt_pcp_pages(zone, cpu);
+		z->node = pt_le32(zone_to_nid(zone));
+		z->zone = pt_le32(zone_idx(zone));
+		z->present_pages = pt_le64(zone->present_pages);
+		z->managed_pages = pt_le64(zone_managed_pages(zone));
+		z->free_pages =
+			pt_le64(zone_page_state_snapshot(zone, NR_FREE_PAGES));
+		z->pcp_pages = pt_le64(pcp);
+	}
+	local_irq_restore(flags);
+	rec->nr_zones = pt_le32(n);
+}

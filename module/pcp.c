@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The blocks on the zones' per-CPU free lists, as a sorted set, for the
+ * snapshot walk: a page with a zero reference count that is not on the
+ * buddy lists is free if it is on a per-CPU list, and otherwise allocated
+ * (a tail page of a block allocated without __GFP_COMP, whose tails keep
+ * a zero count, or a page the allocator handed out frozen).  Without the
+ * set, such pages can only be taken as free, and every tail of such a
+ * block is missing from the snapshot.
+ *
+ *   struct pt_pcp_set
+ *   +------------------------------------------+
+ *   | blocks[0 .. nr)  {pfn, order}, by pfn    |  binary search
+ *   +------------------------------------------+
+ *
+ * The lists are read under each list's own lock (pcp->lock, as the
+ * kernel's drain_pages_zone() takes it from another CPU), one CPU and zone
+ * at a time, interrupts off.  Kernels whose lists have no such lock (before
+ * 6.2 upstream; Debian's 6.1 has it) are only ever touched by their own
+ * CPU: there the set is not built and the walk keeps the old rule
+ * (PT_HAVE_PCP_LOCK, Kbuild).
+ *
+ * The lists change while they are read and after: the snapshot runs with
+ * the hooks attached, so a page that leaves a list meanwhile is an
+ * allocation event and one that joins it a free event, each applied after
+ * the snapshot (whose events are stamped with the session's start).
+ */
+#include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/sort.h>
+#include <linux/spinlock.h>
+#include <linux/vmalloc.h>
+
+#include "pagetrace.h"
+
+#ifdef PT_HAVE_PCP_LOCK
+/*
+ * The order of the blocks on list @pindex of a CPU's lists: one list per
+ * migratetype and order up to PAGE_ALLOC_COSTLY_ORDER, then those of
+ * pageblock-sized blocks (THP), as mm/page_alloc.c lays them out.
+ */
+static unsigned int pt_pcp_order(unsigned int pindex)
+{
+	if (pindex < NR_LOWORDER_PCP_LISTS)
+		return pindex / MIGRATE_PCPTYPES;
+	return pageblock_order;
+}
+
+static int pt_pcp_cmp(const void *a, const void *b)
+{
+	const struct pt_pcp_block *x = a, *y = b;
+
+	return x->pfn < y->pfn ? -1 : x->pfn > y->pfn;
+}
+
+/**
+ * pt_pcp_alloc - room for the blocks of every per-CPU list
+ * @set: zeroed
+ *
+ * Return: 0, -EOPNOTSUPP where the lists cannot be read from another CPU,
+ * or -ENOMEM.
+ */
+int pt_pcp_alloc(struct pt_pcp_set *set)
+{
+	struct zone *zone = NULL;
+	unsigned long cap = 0;
+	unsigned int cpu;
+
+	/* What the lists hold now, and as much again. */
+	while ((zone = pt_next_zone(zone)))
+		for_each_online_cpu(cpu)
+			cap += READ_ONCE(per_cpu_ptr(zone->per_cpu_pageset,
+						     cpu)->count);
+	set->cap = 2 * cap + 1024;
+	set->blocks = vmalloc_array(set->cap, sizeof(*set->blocks));
+	return set->blocks ? 0 : -ENOMEM;
+}
+
+/**
+ * pt_pcp_collect - read @zone's per-CPU free lists into @set
+ * @set: from pt_pcp_alloc(); its blocks are replaced by @zone's that
+ *	 start in [@lo, @hi), sorted
+ * @zone: the zone
+ * @lo: first PFN of interest
+ * @hi: one past the last
+ *
+ * The snapshot walks a zone in slices and reads the lists right before
+ * each: the shorter the time between, the fewer blocks have moved
+ * between the lists and the buddy allocator unseen (a refill of a list
+ * is no allocation event).
+ *
+ * Context: process context; interrupts off while each list is read.
+ *
+ * Return: 0, or -EAGAIN if the lists grew past the room taken for them
+ * (@set is then empty).
+ */
+int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
+		   unsigned long lo, unsigned long hi)
+{
+	unsigned int cpu;
+
+	set->nr = 0;
+	/* A block of the largest order on a list may start before @lo. */
+	lo = lo > (1UL << pageblock_order) ? lo - (1UL << pageblock_order) : 0;
+	for_each_online_cpu(cpu) {
+		struct per_cpu_pages *pcp = per_cpu_ptr(zone->per_cpu_pageset,
+							cpu);
+		unsigned long flags;
+		struct page *page;
+		unsigned int i;
+
+		spin_lock_irqsave(&pcp->lock, flags);
+		for (i = 0; i < NR_PCP_LISTS; i++) {
+			list_for_each_entry(page, &pcp->lists[i], pcp_list) {
+				unsigned long pfn = page_to_pfn(page);
+
+				if (pfn < lo || pfn >= hi)
+					continue;
+				if (set->nr == set->cap)
+					break;
+				set->blocks[set->nr].pfn = pfn;
+				set->blocks[set->nr].order = pt_pcp_order(i);
+				set->nr++;
+			}
+		}
+		spin_unlock_irqrestore(&pcp->lock, flags);
+		if (set->nr == set->cap) {
+			set->nr = 0;
+			return -EAGAIN;
+		}
+	}
+	sort(set->blocks, set->nr, sizeof(*set->blocks), pt_pcp_cmp, NULL);
+	return 0;
+}
+#else
+int pt_pcp_alloc(struct pt_pcp_set *set)
+{
+	return -EOPNOTSUPP;
+}
+
+int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
+		   unsigned long lo, unsigned long hi)
+{
+	return -EOPNOTSUPP;
+}
+#endif
+
+/**
+ * pt_pcp_find - the block of @set that holds @pfn
+ * @set: collected
+ * @pfn: a page frame
+ *
+ * Return: the number of pages from @pfn to the block's end, or 0 if no
+ * block holds it.
+ */
+unsigned long pt_pcp_find(const struct pt_pcp_set *set, unsigned long pfn)
+{
+	unsigned long lo = 0, hi = set->nr;
+
+	/* The last block starting at or before @pfn. */
+	while (lo < hi) {
+		unsigned long mid = lo + (hi - lo) / 2;
+
+		if (set->blocks[mid].pfn <= pfn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo) {
+		const struct pt_pcp_block *b = &set->blocks[lo - 1];
+		unsigned long end = b->pfn + (1UL << b->order);
+
+		if (pfn < end)
+			return end - pfn;
+	}
+	return 0;
+}
+
+void pt_pcp_free(struct pt_pcp_set *set)
+{
+	vfree(set->blocks);
+	set->blocks = NULL;
+	set->nr = 0;
+	set->cap = 0;
+}
