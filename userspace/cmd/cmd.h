@@ -40,6 +40,8 @@ int stats_by_task(struct pgtrace_reader *r, const char *path, bool json);
 int stats_reclaim(struct pgtrace_reader *r, const char *path, bool json, bool list);
 /* A duration for tables: "950 ns", "12.5 us", "3.2 ms", "1.5 s" (@buf >= 32 bytes). */
 void fmt_ns(char *buf, uint64_t ns);
+void stats_kernel_counts(const struct pgtrace_reader *r, const struct pgtrace_analysis *a,
+			 bool json);
 
 /*
  * Per-process totals (bytask.c), collected by an analysis run with

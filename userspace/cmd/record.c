@@ -23,6 +23,7 @@
  * it is truncated back to the last complete one, so it stays a valid trace.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -686,6 +687,49 @@ static int open_output(struct rec *r)
 }
 
 /* Write @len bytes from @p; 0 or -1 (reported). */
+static int write_all(struct rec *r, const void *buf, size_t len);
+
+/*
+ * After the stop: the kernel's counters of every zone at that instant, as
+ * a counters chunk at the end of the file, so that the trace's pages in
+ * use can be checked against them.  A module without them (ENOTTY) is
+ * not an error; the trace just cannot be checked at the end.
+ */
+static int append_counters(struct rec *r)
+{
+	struct pagetrace_counters_req req = { .which = PAGETRACE_COUNTERS_STOP };
+	struct pagetrace_chunk *ch = NULL;
+	int ret = -1;
+
+	/* Asked for its size first: -ENOSPC says how much. */
+	if (!ioctl(r->dev, PAGETRACE_IOC_COUNTERS, &req) || errno != ENOSPC) {
+		if (errno == ENOTTY)
+			return 0;
+		fprintf(stderr, "pagetrace: reading the zone counters failed: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	ch = calloc(1, sizeof(*ch) + req.size);
+	if (!ch)
+		return -1;
+	req.buf = (uintptr_t)(ch + 1);
+	if (ioctl(r->dev, PAGETRACE_IOC_COUNTERS, &req) || req.size % 8) {
+		fprintf(stderr, "pagetrace: reading the zone counters failed: %s\n",
+			req.size % 8 ? "odd size" : strerror(errno));
+		goto out;
+	}
+	memcpy(ch->magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
+	ch->flags = htole16(PAGETRACE_CHUNK_COUNTERS);
+	ch->nr_words = htole32(req.size / 8);
+	if (!write_all(r, ch, sizeof(*ch) + req.size)) {
+		r->file_off += sizeof(*ch) + req.size;
+		ret = 0;
+	}
+out:
+	free(ch);
+	return ret;
+}
+
 static int write_all(struct rec *r, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -819,7 +863,7 @@ stop:
 	if (ioctl(r.dev, PAGETRACE_IOC_STOP))
 		fprintf(stderr, "pagetrace: stopping the session failed: %s\n",
 			strerror(errno));
-	if (!r.write_err && !drain_to_end(&r))
+	if (!r.write_err && !drain_to_end(&r) && !append_counters(&r))
 		ret = 0;
 	if (r.status_line) {
 		status(&r, &last_t, &last_events);

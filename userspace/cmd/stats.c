@@ -53,6 +53,12 @@
  *                    "samples", "samples_unknown", "stacks", "symbols"}
  *   filter           only for filtered traces: {"types": [kept types],
  *                    "orders": bit mask, "cgroup_id"}
+ *   kernel_counts    when the trace has the kernel's zone counters (not with
+ *                    --quick): {"start" and/or "stop": {"time_ns" (since
+ *                    start_ns), "zones": [{"node", "zone", "present",
+ *                    "managed", "free", "pcp", "kernel_in_use",
+ *                    "trace_in_use"}]}}; kernel_in_use = present - free
+ *                    - pcp, trace_in_use the trace's count at that time
  *   quick            true with --quick: lifetimes, in_use_end, peak_in_use,
  *                    zones' in_use_end/peak_in_use, unmatched and
  *                    realloc_events were not measured (they read 0)
@@ -229,6 +235,8 @@ static void print_json(const struct pagetrace_header *h, const struct pgtrace_an
 	printf("]");
 	print_analysis_json(h, a);
 	print_stacks_filter(r, true);
+	if (!quick)
+		stats_kernel_counts(r, a, true);
 	printf(", \"quick\": %s}\n", quick ? "true" : "false");
 }
 
@@ -660,6 +668,8 @@ int cmd_stats(int argc, char **argv)
 	} else {
 		print_text(pgtrace_reader_header(r), &a, ap.flags & PGTRACE_ANALYSIS_UNORDERED);
 		print_stacks_filter(r, false);
+		if (!(ap.flags & PGTRACE_ANALYSIS_UNORDERED))
+			stats_kernel_counts(r, &a, false);
 	}
 	pgtrace_analysis_free(&a);
 	close_stats_trace(r, fd, map, map_len);

@@ -281,6 +281,7 @@ static int an_init(struct pgtrace_reader *r, struct pgtrace_analysis *a,
 	const struct pagetrace_header *h = pgtrace_reader_header(r);
 	const struct pgtrace_session *ses = pgtrace_reader_session(r);
 	const struct pgtrace_zone *z;
+	const struct pgtrace_kernel_counters *kc;
 	struct pgtrace_analysis_priv *m;
 	int ret;
 
@@ -349,6 +350,12 @@ static int an_init(struct pgtrace_reader *r, struct pgtrace_analysis *a,
 	}
 	a->origin_ns = h->start_ns;
 	a->bin_ns = RATE_BIN0_NS;
+	/* The kernel's count at start: the pages in use are taken then too. */
+	kc = pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_START);
+	if (kc && !(m->p.flags & PGTRACE_ANALYSIS_UNORDERED)) {
+		m->mark_ns = kc->time_ns;
+		m->mark_pending = true;
+	}
 	return 0;
 }
 
@@ -384,6 +391,9 @@ int pgtrace_analysis_collect(struct pgtrace_reader *r, struct pgtrace_analysis *
 	ret2 = m->err ? 0 : pgtrace_an_release(a, true);
 	if (!ret)
 		ret = ret2;
+	/* No event came after the kernel's start counters. */
+	if (m->mark_pending)
+		pgtrace_an_mark(a);
 	pgtrace_reader_set_chunk_cb(r, NULL, NULL);
 	pgtrace_life_total(a);
 	if (a->stats.nr_cpus > pgtrace_reader_header(r)->nr_cpus)

@@ -239,6 +239,13 @@ struct pgtrace_analysis_priv {
 	bool		want_full;	/* the event hook needs struct pgtrace_event */
 	/* The rate bins are counted as runs arrive (add_run()), not in pgtrace_an_apply(). */
 	bool		bin_early;
+	/*
+	 * The time of the kernel's start counters, until the pages in use
+	 * are taken at it (pgtrace_an_mark()): the events up to it applied,
+	 * none after.
+	 */
+	uint64_t	mark_ns;
+	bool		mark_pending;
 	int		err;		/* from a hook */
 	/* The rate bin last used, [bin_lo, bin_hi); empty at first. */
 	unsigned int	bin_idx;
@@ -412,6 +419,7 @@ void pgtrace_count_run(struct pgtrace_analysis *a, const struct pgtrace_compact_
 		       unsigned int n, bool snap);
 int pgtrace_apply_snapshot(struct pgtrace_analysis *a, const struct pgtrace_compact_event *evs,
 			   const struct pgtrace_event *full, unsigned int n);
+void pgtrace_an_mark(struct pgtrace_analysis *a);
 unsigned int pgtrace_an_apply(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
 			      const struct pgtrace_event *full, unsigned int upto, unsigned int n,
 			      int *ret);

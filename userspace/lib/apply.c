@@ -599,9 +599,9 @@ slow:
  * Apply merged events @ev[0, @upto) of @n in time order, the block slot of
  * each prefetched PREFETCH_AHEAD events before: return how many were.
  */
-unsigned int pgtrace_an_apply(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
-			      const struct pgtrace_event *full, unsigned int upto, unsigned int n,
-			      int *ret)
+static unsigned int an_apply_run(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
+				 const struct pgtrace_event *full, unsigned int upto,
+				 unsigned int n, int *ret)
 {
 	struct pgtrace_analysis_priv *m = a->priv;
 	unsigned int i;
@@ -615,6 +615,39 @@ unsigned int pgtrace_an_apply(struct pgtrace_analysis *a, const struct pgtrace_c
 		*ret = an_process(a, &ev[i], full ? &full[i] : NULL, false);
 	}
 	return i;
+}
+
+/* Take every zone's pages in use as those at the kernel's start counters. */
+void pgtrace_an_mark(struct pgtrace_analysis *a)
+{
+	for (unsigned int i = 0; i <= a->nr_zones; i++)
+		a->zone_stats[i].in_use_at_counters = a->zone_stats[i].in_use;
+	a->other_zone.in_use_at_counters = a->other_zone.in_use;
+	a->counters_marked = 1;
+	a->priv->mark_pending = false;
+}
+
+unsigned int pgtrace_an_apply(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
+			      const struct pgtrace_event *full, unsigned int upto, unsigned int n,
+			      int *ret)
+{
+	struct pgtrace_analysis_priv *m = a->priv;
+	unsigned int k = 0, done;
+
+	/*
+	 * The events are in time order: those up to the kernel's start
+	 * counters are applied, the pages in use taken, then the rest.  A
+	 * test per batch, not per event.
+	 */
+	if (!m->mark_pending || !upto || ev[upto - 1].time_ns <= m->mark_ns)
+		return an_apply_run(a, ev, full, upto, n, ret);
+	while (ev[k].time_ns <= m->mark_ns)
+		k++;
+	done = k ? an_apply_run(a, ev, full, k, n, ret) : (*ret = 0);
+	if (*ret || done < k)
+		return done;
+	pgtrace_an_mark(a);
+	return k + an_apply_run(a, ev + k, full ? full + k : NULL, upto - k, n - k, ret);
 }
 
 /*

@@ -185,6 +185,13 @@ static int parse_records(struct pgtrace_reader *r, const unsigned char *p, size_
 				return ret;
 			break;
 		}
+		case PAGETRACE_REC_COUNTERS: {
+			int ret = pgtrace_parse_counters_rec(r, pl, size, off);
+
+			if (ret)
+				return ret;
+			break;
+		}
 		default:
 			/* Unknown types are skipped, as the uapi asks. */
 			break;
@@ -340,6 +347,7 @@ void pgtrace_reader_close(struct pgtrace_reader *r)
 		free(r->buf);
 	free(r->release);
 	free(r->zones);
+	pgtrace_counters_free(r);
 	free(r->cpus);
 	pgtrace_names_free(r);
 	pgtrace_stacks_free(r);

@@ -101,6 +101,8 @@ struct pgtrace_reader {
 	struct pagetrace_rec_filter filter_rec;
 	bool			has_stacks_rec;
 	bool			has_filter_rec;
+	/* The zones' counters, PGTRACE_KERNEL_COUNTERS_START and _STOP (counters.c). */
+	struct pgtrace_kernel_counters	counters[2];
 	/* The chunk being decoded is a symbol chunk. */
 	bool			in_symbols;
 
@@ -164,6 +166,11 @@ int pgtrace_decode_stack(struct pgtrace_reader *r, const unsigned char *p, uint6
 int pgtrace_decode_symbols(struct pgtrace_reader *r);
 int pgtrace_parse_stacks_rec(struct pgtrace_reader *r, const unsigned char *pl, uint32_t size,
 			uint64_t off);
+int pgtrace_parse_counters_rec(struct pgtrace_reader *r, const unsigned char *pl, uint32_t size,
+			       uint64_t off);
+int pgtrace_parse_counters_chunk(struct pgtrace_reader *r, const unsigned char *words,
+				 uint32_t nr_words, uint64_t off);
+void pgtrace_counters_free(struct pgtrace_reader *r);
 int pgtrace_parse_filter_rec(struct pgtrace_reader *r, const unsigned char *pl, uint32_t size,
 			uint64_t off);
 void pgtrace_stacks_free(struct pgtrace_reader *r);

@@ -181,6 +181,49 @@ unsigned int pgtrace_reader_zones(const struct pgtrace_reader *r, const struct p
 /* The session record, or NULL without one. */
 const struct pgtrace_session *pgtrace_reader_session(const struct pgtrace_reader *r);
 
+/**
+ * struct pgtrace_zone_counters - the kernel's count of one zone, host order
+ * @node, @zone: as in struct pgtrace_zone
+ * @present_pages, @managed_pages, @free_pages, @pcp_pages: as in the uapi's
+ *	struct pagetrace_zone_counters
+ */
+struct pgtrace_zone_counters {
+	uint32_t	node;
+	uint32_t	zone;
+	uint64_t	present_pages;
+	uint64_t	managed_pages;
+	uint64_t	free_pages;
+	uint64_t	pcp_pages;
+};
+
+/**
+ * struct pgtrace_kernel_counters - every zone's counters at one instant
+ * @time_ns: when the kernel read them, on the trace clock
+ * @nr_zones: entries of @zones
+ * @zones: one per populated zone
+ * @valid: nonzero: the stream carries them
+ */
+struct pgtrace_kernel_counters {
+	uint64_t			time_ns;
+	unsigned int			nr_zones;
+	struct pgtrace_zone_counters	*zones;
+	int				valid;
+};
+
+#define PGTRACE_KERNEL_COUNTERS_START	0	/* the header's record */
+#define PGTRACE_KERNEL_COUNTERS_STOP	1	/* the counters chunk, once read past */
+
+/*
+ * The zones' counters when the session started or stopped, or NULL if the
+ * stream has none (an older module; the stop counters also when the
+ * recorder did not append them, or the reader has not reached them yet:
+ * they come after the last event).
+ */
+const struct pgtrace_kernel_counters *pgtrace_reader_kernel_counters(const struct pgtrace_reader *r,
+							unsigned int which);
+/* The kernel's pages in use in @z: present - free - per-CPU lists. */
+int64_t pgtrace_zone_counters_in_use(const struct pgtrace_zone_counters *z);
+
 /*
  * Decode the next event into @ev: 1 with an event, 0 at a clean end of the
  * stream (at a chunk boundary), -EBADMSG on a corrupt or truncated stream,
@@ -520,12 +563,16 @@ struct pgtrace_life_hist {
  * @events, @pages: events and pages per type, index as pgtrace_stats.by_type
  * @in_use: pages allocated (known, see above) at the end
  * @peak_in_use: most pages allocated at once
+ * @in_use_at_counters: pages allocated at the time of the kernel's start
+ *	counters (pgtrace_reader_kernel_counters()), when
+ *	pgtrace_analysis.counters_marked says they were taken
  */
 struct pgtrace_zone_stats {
 	uint64_t	events[4];
 	uint64_t	pages[4];
 	uint64_t	in_use;
 	uint64_t	peak_in_use;
+	uint64_t	in_use_at_counters;
 };
 
 /**
@@ -615,6 +662,8 @@ struct pgtrace_analysis_params {
  * @late_events: events released out of time order (a CPU silent longer
  *	than hold_ns, or more than max_held queued); 0 means exact order
  * @max_held_seen: most events queued at once
+ * @counters_marked: nonzero when the zones' in_use_at_counters were taken
+ *		     (the stream has the kernel's start counters)
  */
 struct pgtrace_analysis {
 	struct pgtrace_stats		stats;
@@ -642,6 +691,7 @@ struct pgtrace_analysis {
 	uint64_t		realloc_events;
 	uint64_t		late_events;
 	uint64_t		max_held_seen;
+	int			counters_marked;
 	/* private */
 	struct pgtrace_analysis_priv	*priv;
 };

@@ -77,6 +77,42 @@ static int symbol_chunk(struct pgtrace_reader *r, uint32_t reserved)
 	return 0;
 }
 
+/*
+ * The chunk header at buf + pos (fields in r->chunk) is a counters chunk's:
+ * check it and read it whole.  Returns 0 or an error.
+ */
+static int counters_chunk(struct pgtrace_reader *r, uint32_t reserved)
+{
+	const struct pgtrace_chunk *c = &r->chunk;
+	size_t need = CHUNK_HDR + 8ULL * c->nr_words;
+	ssize_t have;
+	int ret;
+
+	if (c->flags != PAGETRACE_CHUNK_COUNTERS || c->cpu || c->seq || c->lost || reserved)
+		return pgtrace_set_error(r, -EBADMSG, c->offset,
+				    "counters chunk has flags 0x%x cpu %u seq %llu lost %llu reserved 0x%x, expected 0x%llx and zeroes",
+				    c->flags, c->cpu, (unsigned long long)c->seq,
+				    (unsigned long long)c->lost, reserved,
+				    (unsigned long long)PAGETRACE_CHUNK_COUNTERS);
+	/* A struct pagetrace_rec_counters and 4096 zones at most. */
+	if (c->nr_words > 4 + 4096 * 6)
+		return pgtrace_set_error(r, -EBADMSG, c->offset,
+				    "counters chunk has %u words, more than 4096 zones take",
+				    c->nr_words);
+	have = pgtrace_fill(r, need);
+	if (have < 0)
+		return (int)have;
+	if ((size_t)have < need)
+		return truncated_chunk(r);
+	ret = pgtrace_parse_counters_chunk(r, r->buf + r->pos + CHUNK_HDR, c->nr_words,
+					   c->offset);
+	if (ret)
+		return ret;
+	r->pos += need;
+	r->cnt.bytes += need;
+	return 0;
+}
+
 /* Returns 1 with a chunk started, 0 at a clean end, or an error. */
 static int start_chunk(struct pgtrace_reader *r)
 {
@@ -122,6 +158,12 @@ again:
 
 	if (c->flags & PAGETRACE_CHUNK_SYMBOLS) {
 		ret = symbol_chunk(r, reserved);
+		if (ret)
+			return ret;
+		goto again;
+	}
+	if (c->flags & PAGETRACE_CHUNK_COUNTERS) {
+		ret = counters_chunk(r, reserved);
 		if (ret)
 			return ret;
 		goto again;

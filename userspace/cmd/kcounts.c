@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pagetrace stats: the trace's pages in use against the kernel's own count,
+ * per zone, when the session started and when it stopped.
+ *
+ * The kernel's count is present - free - per-CPU lists (the module reads
+ * them: struct pagetrace_rec_counters); the trace's is the snapshot plus
+ * the allocations minus the frees and reclaims, up to the same instant
+ * (pgtrace_zone_stats.in_use_at_counters at start, .in_use at the end).
+ * A trace that misses nothing agrees with the kernel to within what the
+ * allocator did while the counters were read and what the snapshot
+ * cannot see (Documentation/pagetrace/design.rst says what).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include "cmd.h"
+
+/* The analysis' zone with @node and @zone, or -1. */
+static int find_zone(const struct pgtrace_analysis *a, uint32_t node, uint32_t zone)
+{
+	for (unsigned int i = 0; i < a->nr_zones; i++)
+		if (a->zones[i].node == node && a->zones[i].zone == zone)
+			return (int)i;
+	return -1;
+}
+
+/* The trace's pages in use in zone @i at start or stop. */
+static uint64_t trace_in_use(const struct pgtrace_analysis *a, int i, unsigned int which)
+{
+	const struct pgtrace_zone_stats *z = &a->zone_stats[i];
+
+	return which == PGTRACE_KERNEL_COUNTERS_START ? z->in_use_at_counters : z->in_use;
+}
+
+static void print_one_text(const struct pgtrace_analysis *a, const struct pgtrace_kernel_counters *k,
+			   unsigned int which, uint64_t start_ns)
+{
+	char t[32];
+
+	fmt_rel_time(t, k->time_ns, start_ns);
+	printf("  at %s (%s s):\n", which == PGTRACE_KERNEL_COUNTERS_START ? "start" : "stop", t);
+	for (unsigned int j = 0; j < k->nr_zones; j++) {
+		const struct pgtrace_zone_counters *z = &k->zones[j];
+		int i = find_zone(a, z->node, z->zone);
+		int64_t kern = pgtrace_zone_counters_in_use(z);
+		char name[40];
+
+		if (i < 0) {
+			printf("    %u/%u: no zone record (hot-added?), kernel %" PRId64 "\n",
+			       z->node, z->zone, kern);
+			continue;
+		}
+		snprintf(name, sizeof(name), "%u/%s", z->node, a->zones[i].name);
+		int64_t tr = (int64_t)trace_in_use(a, i, which);
+
+		printf("    %-12s %12" PRId64 " %12" PRId64 " %+10" PRId64 " %8.3f%%\n", name,
+		       kern, tr, tr - kern, kern ? 100.0 * (double)(tr - kern) / (double)kern : 0.0);
+	}
+}
+
+static void print_one_json(const struct pgtrace_analysis *a, const struct pgtrace_kernel_counters *k,
+			   unsigned int which, uint64_t start_ns)
+{
+	printf("\"%s\": {\"time_ns\": %" PRId64 ", \"zones\": [",
+	       which == PGTRACE_KERNEL_COUNTERS_START ? "start" : "stop",
+	       (int64_t)(k->time_ns - start_ns));
+	for (unsigned int j = 0; j < k->nr_zones; j++) {
+		const struct pgtrace_zone_counters *z = &k->zones[j];
+		int i = find_zone(a, z->node, z->zone);
+
+		printf("%s{\"node\": %u, \"zone\": %u, \"present\": %" PRIu64 ", \"managed\": %"
+		       PRIu64 ", \"free\": %" PRIu64 ", \"pcp\": %" PRIu64 ", \"kernel_in_use\": %"
+		       PRId64, j ? ", " : "", z->node, z->zone, z->present_pages,
+		       z->managed_pages, z->free_pages, z->pcp_pages,
+		       pgtrace_zone_counters_in_use(z));
+		if (i >= 0)
+			printf(", \"trace_in_use\": %" PRIu64, trace_in_use(a, i, which));
+		printf("}");
+	}
+	printf("]}");
+}
+
+/**
+ * stats_kernel_counts() - print the check, text or a JSON member
+ * @r: the reader, drained (the stop counters come after the last event)
+ * @a: its analysis, in time order (not --quick)
+ * @json: a `, "kernel_counts": {...}` member instead of text
+ *
+ * Prints nothing for a stream without the kernel's counters.
+ */
+void stats_kernel_counts(const struct pgtrace_reader *r, const struct pgtrace_analysis *a,
+			 bool json)
+{
+	const struct pgtrace_kernel_counters *k[2] = {
+		pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_START),
+		pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_STOP),
+	};
+	uint64_t start_ns = pgtrace_reader_header(r)->start_ns;
+	const char *sep = "";
+
+	/* Without the start counters' mark the trace's side is unknown. */
+	if (!a->counters_marked)
+		k[PGTRACE_KERNEL_COUNTERS_START] = NULL;
+	if (!k[0] && !k[1])
+		return;
+	if (json) {
+		printf(", \"kernel_counts\": {");
+		for (unsigned int w = 0; w < 2; w++) {
+			if (!k[w])
+				continue;
+			printf("%s", sep);
+			print_one_json(a, k[w], w, start_ns);
+			sep = ", ";
+		}
+		printf("}");
+		return;
+	}
+	printf("pages in use, the kernel's count (present - free - per-CPU) against the trace's:\n");
+	printf("    %-12s %12s %12s %10s %9s\n", "zone", "kernel", "trace", "diff", "");
+	for (unsigned int w = 0; w < 2; w++)
+		if (k[w])
+			print_one_text(a, k[w], w, start_ns);
+	if (!k[PGTRACE_KERNEL_COUNTERS_STOP])
+		printf("  at stop: not in the trace (recorded without pagetrace record's stop)\n");
+}
