@@ -1219,6 +1219,15 @@ TEST_F_TIMEOUT(soak, sessions, 86400)
 			diag("load %s: %lu rounds, %lu errors", load_names[k],
 			     self->load.ctr->rounds[k], self->load.ctr->errors[k]);
 	}
+	if (!self->load.why_not[LOAD_MEMCG]) {
+		char ev[512] = "";
+
+		/* How often the hog's cgroup hit memory.max: its reclaim. */
+		read_str(CG_SOAK "/memory.events", ev, sizeof(ev));
+		for (char *p = ev; (p = strchr(p, '\n')); )
+			*p = ' ';
+		diag("load memcg reclaim: memory.events: %s", ev);
+	}
 	if (!self->load.why_not[LOAD_THP])
 		diag("load THP: %" PRIu64 " huge page faults (thp_fault_alloc)",
 		     vmstat_get("thp_fault_alloc") - self->load.thp_before);
