@@ -49,8 +49,14 @@ if [ $# -eq 0 ]; then
 		"$here/tests/synth.c" "$here/lib/libpagetrace.a" 2>"$out/build.log" ||
 	   ! cc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$top/uapi" -o "$out/gen_trace" \
 		"$here/tests/gen_trace.c" 2>>"$out/build.log"; then
+		# check.sh builds userspace first: a generator that does not
+		# build is a failure, not a reason to skip.
 		sed 's/^/# /' "$out/build.log"
-		skip_all "cannot build the trace generators"
+		echo "not ok 1 tracecmd-generators: cannot build them"
+		for ((i = 1; i < 5 * ${#traces[@]} + 3; i++)); do
+			echo "ok $((i + 1)) tracecmd # SKIP no generated trace"
+		done
+		exit 1
 	fi
 	"$out/gen_tasks_trace" -n 20000 -c 4 "$out/tasks.pt"
 	"$out/gen_trace" -n 100000 -c 4 -s 1 "$out/gen.pt"
