@@ -233,6 +233,7 @@ static long pt_ioctl_counters(struct pt_session *sess, void __user *arg)
 		rec = sess->header + sess->counters_rec_off;
 		break;
 	case PAGETRACE_COUNTERS_STOP:
+		/* Pairs with the release of stopped in pt_session_stop(). */
 		if (!smp_load_acquire(&sess->stopped))
 			return -EAGAIN;
 		rec = sess->stop_counters;

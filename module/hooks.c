@@ -879,6 +879,8 @@ static void pt_probes_unregister(void)
 /**
  * pt_hooks_register - attach the probes of the backend hook= asks for
  * @backend: PAGETRACE_BACKEND_*, from pt_hooks_backend()
+ * @stacks: the session samples call stacks (the alloc tracepoint then gets
+ *	    the probe that keeps its frame: pt_tp_alloc_stacks())
  * @uncovered: on success, PAGETRACE_UNCOVERED_*: what the session's hooks
  *	       cannot see (never anything without partial=1)
  *

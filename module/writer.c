@@ -377,8 +377,9 @@ void pt_writers_clear(void)
  * field (pt_write() checks those near its top), by the task of the
  * previous event, that fits in the open buffer within a delta of its time
  * base, that the session's filter keeps and that is not the allocation a
- * stack is sampled at.  That is almost every event.  With the TSC clock (@tsc, a constant) it is a leaf: about
- * 60 instructions, no call, one register saved.  Anything else goes to
+ * stack is sampled at.  That is almost every event.  With the TSC clock
+ * (@tsc, a constant) it is a leaf: about 60 instructions, no call, one
+ * register saved.  Anything else goes to
  * pt_emit_slow() with the same @now.
  *
  * Interrupts are off from the pointer's load to the word's store (see the
