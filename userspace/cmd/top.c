@@ -157,6 +157,18 @@ static int wait_until(struct screen *s, uint64_t deadline, int fd,
 	}
 }
 
+/* Until the first interval is over, say what is coming. */
+static void placeholder(const struct screen *s)
+{
+	char line[512];
+	int n;
+
+	n = snprintf(line, sizeof(line), "pagetrace top - %s: the first frame comes after "
+		     "one interval (q quits)\n", s->view.title);
+	if (n > 0)
+		top_term_show(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
 /* A new frame on the screen; 1 when -n frames have been shown. */
 static int show(struct screen *s, struct top_frame *f)
 {
@@ -346,6 +358,8 @@ static int run_replay(struct screen *s, const struct opts *o)
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	if (!o->batch)
+		placeholder(s);
 	ret = pgtrace_analysis_collect(r, &a, &ap);
 	if (p.err) {
 		ret = p.err;
@@ -713,6 +727,8 @@ static int run_live(struct screen *s, const struct opts *o)
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	if (!o->batch)
+		placeholder(s);
 	if (write_all(l.pipe_w, h, l.meta->header_size) ||
 	    (snap_len && write_all(l.pipe_w, snap, snap_len)))
 		goto stopped;

@@ -114,7 +114,10 @@ static int build(void)
 	size_t off, snap = 0, snap_off;
 	FILE *f;
 
-	if (!path || !(f = fopen(path, "re")))
+	if (!path)
+		return -1;
+	f = fopen(path, "re");
+	if (!f)
 		return -1;
 	fseek(f, 0, SEEK_END);
 	trace_len = ftell(f);
