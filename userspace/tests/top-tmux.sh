@@ -196,9 +196,10 @@ if ! command -v tmux >/dev/null; then
 else
 	tm() { tmux -S "$sock" "$@"; }
 	screen() { tm capture-pane -p -t top; }
-	# wait_for REGEX: until the screen matches (5 s at most).
+	# wait_for REGEX: until the screen matches (15 s at most: the machine
+	# may be busy).
 	wait_for() {
-		for _ in $(seq 50); do
+		for _ in $(seq 150); do
 			screen | grep -qE -- "$1" && return 0
 			sleep 0.1
 		done
@@ -301,10 +302,12 @@ fr = json.load(open(sys.argv[1]))
 st = json.load(open(sys.argv[2]))
 if len(fr) != 6:
     sys.exit("%d frames, want 6 (-n 6)" % len(fr))
-# Every frame of the live view: wall-clock intervals of about 0.5 s.
+# Wall-clock intervals of about 0.5 s (a late frame makes the next one short).
 for f in fr:
-    if not 0.3 < f["secs"] < 0.9:
+    if not 0.2 < f["secs"] < 2.0:
         sys.exit("an interval of %s s with -d 0.5" % f["secs"])
+if sum(f["secs"] for f in fr) / len(fr) > 0.8:
+    sys.exit("intervals of %.2f s on average with -d 0.5" % (sum(f["secs"] for f in fr) / len(fr)))
 if fr[-1]["lost"] != st["lost"]:
     sys.exit("lost %d, the trace's chunks say %d" % (fr[-1]["lost"], st["lost"]))
 busy = [f for f in fr if f["alloc"]]
