@@ -363,12 +363,17 @@ static int run_replay(struct screen *s, const struct opts *o)
 	ret = pgtrace_analysis_collect(r, &a, &ap);
 	if (p.err) {
 		ret = p.err;
-	} else if (!p.quit && ret >= 0) {
+	} else if (!p.quit) {
 		uint64_t last = top_model_last_ns(p.m);
 		uint64_t start = p.cut_at - p.step;
 
-		/* The rest of the trace: up to its last event. */
+		/*
+		 * The rest of the trace: up to its last event, also when it is
+		 * cut off or corrupt after that (then said below).
+		 */
 		replay_frame(&p, last > start ? last : start, true);
+		if (p.err)
+			ret = p.err;
 	}
 	if (!p.quit && !p.err) {
 		if (ret < 0) {
