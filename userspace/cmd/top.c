@@ -434,6 +434,7 @@ struct live {
 	int		err;
 	char		errmsg[256];
 	struct top_frame cut;
+	bool		failed;		/* the main thread's copying failed */
 	/* The analyzer's own: */
 	struct cg_ent	*cg;
 	uint64_t	wall0;
@@ -598,6 +599,7 @@ static int write_all(int fd, const void *buf, size_t len)
 static int live_drain(void *arg)
 {
 	struct live *l = arg;
+	int64_t moved;
 
 	for (unsigned int cpu = 0; cpu < l->meta->nr_cpus; cpu++) {
 		uint64_t pos;
@@ -610,17 +612,23 @@ static int live_drain(void *arg)
 			if (pgtrace_ring_chunk(l->ring, cpu, pos + i, &ch, &len)) {
 				fprintf(stderr, "pagetrace: top: cpu %u chunk %" PRIu64
 					" is corrupt\n", cpu, pos + i);
+				l->failed = true;
 				return 1;
 			}
-			if (write_all(l->pipe_w, ch, len))
-				return 1;	/* the analyzer stopped: it says why */
+			if (write_all(l->pipe_w, ch, len)) {
+				/* The analyzer stopped: it says why. */
+				l->failed = true;
+				return 1;
+			}
 		}
 		if (n > 0)
 			pgtrace_ring_advance(l->ring, cpu, n);
 	}
-	if (pgtrace_ring_consume(l->ring) < 0) {
+	moved = pgtrace_ring_consume(l->ring);
+	if (moved < 0) {
 		fprintf(stderr, "pagetrace: top: giving buffers back failed: %s\n",
-			strerror(errno));
+			strerror((int)-moved));
+		l->failed = true;
 		return 1;
 	}
 	return 0;
@@ -767,7 +775,7 @@ static int run_live(struct screen *s, const struct opts *o)
 		if (err)
 			goto stopped;
 	}
-	rc = 0;
+	rc = l.failed ? EXIT_TRACE : 0;
 stopped:
 	top_term_close();
 	pthread_mutex_lock(&l.lock);
