@@ -18,7 +18,7 @@ failed=0
 n=0
 
 echo "TAP version 13"
-echo "1..11"
+echo "1..12"
 
 ok() {
 	n=$((n + 1))
@@ -62,7 +62,7 @@ gen() {
 }
 check "top-trace: build tests/top_gen.c, write the trace, pagetrace stats reads it" gen
 if [ ! -s "$out/stats.json" ]; then
-	for i in 2 3 4 5 6 7 8 9 10 11; do
+	for i in 2 3 4 5 6 7 8 9 10 11 12; do
 		skip "top-$i" "no trace"
 	done
 	exit 1
@@ -288,10 +288,26 @@ if ! ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -I"$top/uapi" 
 	sed 's/^/# /' "$out/fakedev.log"
 	not_ok "top-live-fake-batch: building tests/top_fakedev.c failed"
 	not_ok "top-live-fake-tmux: building tests/top_fakedev.c failed"
+	not_ok "top-live-fake-errors: building tests/top_fakedev.c failed"
 elif ! ldd "$pt" >/dev/null 2>&1; then
 	skip "top-live-fake-batch" "$pt is linked statically: no LD_PRELOAD"
 	skip "top-live-fake-tmux" "$pt is linked statically: no LD_PRELOAD"
+	skip "top-live-fake-errors" "$pt is linked statically: no LD_PRELOAD"
 else
+	# open() failing as the device fails: busy, not root.
+	live_errors() {
+		local e rc msg
+		for e in "16:another session is running" "1:needs root"; do
+			rc=0
+			PT_FAKE_OPEN_ERRNO=${e%%:*} fake timeout 60 "$pt" top -b -n 1 >/dev/null \
+				2>"$out/err.txt" || rc=$?
+			msg=${e#*:}
+			[ $rc = 1 ] || { echo "errno ${e%%:*}: exit status $rc, want 1"; return 1; }
+			grep -q "$msg" "$out/err.txt" || { echo "errno ${e%%:*}: no '$msg' in:"; cat "$out/err.txt"; return 1; }
+		done
+	}
+	check "top-live-fake-errors: a busy device and a user without root get messages that say so" live_errors
+
 	live_batch() {
 		fake timeout 60 "$pt" top -b -d 0.5 -n 6 >"$out/live.txt" 2>"$out/live.err" ||
 			{ echo "exit status $?"; cat "$out/live.err"; return 1; }

@@ -7,6 +7,7 @@
  *
  *   PT_FAKE_TRACE=FILE   the trace whose chunks the fake "kernel" publishes
  *   PT_FAKE_SPEED=X      trace seconds per second (default 1)
+ *   PT_FAKE_OPEN_ERRNO=N open() fails with errno N (EBUSY, EPERM ...)
  *
  * open("/dev/pagetrace") gives an eventfd, readable while chunks wait;
  * mmap() of it gives a meta area laid out as uapi/linux/pagetrace.h draws
@@ -175,6 +176,12 @@ static int build(void)
 
 static int fake_open(void)
 {
+	const char *e = getenv("PT_FAKE_OPEN_ERRNO");
+
+	if (e) {
+		errno = atoi(e);
+		return -1;
+	}
 	if (dev_fd >= 0) {
 		errno = EBUSY;
 		return -1;
