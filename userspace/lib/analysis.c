@@ -355,6 +355,7 @@ static int an_init(struct pgtrace_reader *r, struct pgtrace_analysis *a,
 	if (kc && !(m->p.flags & PGTRACE_ANALYSIS_UNORDERED)) {
 		m->mark_ns = kc->time_ns;
 		m->mark_pending = true;
+		m->snap_end_ns = kc->time_ns;
 	}
 	return 0;
 }

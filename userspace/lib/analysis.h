@@ -246,6 +246,11 @@ struct pgtrace_analysis_priv {
 	 */
 	uint64_t	mark_ns;
 	bool		mark_pending;
+	/*
+	 * Until then (the start counters' time, which follows the walk) an
+	 * allocation may overlap a snapshot run: trim_snapshot().  0: never.
+	 */
+	uint64_t	snap_end_ns;
 	int		err;		/* from a hook */
 	/* The rate bin last used, [bin_lo, bin_hi); empty at first. */
 	unsigned int	bin_idx;

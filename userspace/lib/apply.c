@@ -226,6 +226,46 @@ static __attribute__((noinline)) int place_slow(struct pgtrace_analysis *a, uint
 	return pgtrace_blk_put(m, pfn, nb);
 }
 
+static __attribute__((always_inline)) inline void
+end_part(struct pgtrace_analysis *a, const struct slot *b, uint64_t t, uint64_t cur, uint64_t len);
+
+/*
+ * An allocation of [@pfn, @pfn + @np) at @t, while the snapshot was being
+ * taken: the walk may have listed some of its pages already (it runs with
+ * the hooks attached), in a run of the snapshot that the allocation's
+ * pages are only part of.  They leave the run, whose other pages stay,
+ * so that the allocation counts them once.
+ */
+static __attribute__((noinline)) int trim_snapshot(struct pgtrace_analysis *a, uint64_t t,
+						   uint64_t pfn, uint64_t np)
+{
+	struct pgtrace_analysis_priv *m = a->priv;
+	uint64_t cur = pfn, end = pfn + np;
+	int ret;
+
+	while (cur < end) {
+		uint64_t start, bend, oend;
+		struct slot b;
+
+		if (!pgtrace_find_containing(m, cur, &start, &b) || !slot_snap(&b)) {
+			cur++;
+			continue;
+		}
+		pgtrace_blk_del(m, start);
+		a->in_use_blocks--;
+		bend = start + slot_npages(&b);
+		oend = end < bend ? end : bend;
+		ret = put_pieces(a, &b, t, start, cur);
+		if (!ret)
+			ret = put_pieces(a, &b, t, oend, bend);
+		if (ret)
+			return ret;
+		end_part(a, &b, t, cur, oend - cur);
+		cur = oend;
+	}
+	return 0;
+}
+
 static __attribute__((always_inline)) inline int
 do_alloc(struct pgtrace_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, uint32_t zone,
 	 bool snap)
@@ -237,6 +277,12 @@ do_alloc(struct pgtrace_analysis *a, uint64_t t, uint64_t pfn, uint64_t np, uint
 	struct hslot *h;
 	struct leaf *l;
 
+	if (unlikely(t <= m->snap_end_ns) && !snap) {
+		int ret = trim_snapshot(a, t, pfn, np);
+
+		if (ret)
+			return ret;
+	}
 	if (off < m->flat_span) {
 		l = m->dir[off >> LEAF_SHIFT];
 		if (likely(l && !l->c[off & LEAF_MASK])) {
@@ -264,6 +310,33 @@ placed:
 	in_use_add(a, &nb);
 	if (m->p.change)
 		m->p.change(t, pfn, np, 1, order, m->p.arg);
+	return 0;
+}
+
+/*
+ * A run of the snapshot: consecutive allocated pages, not one block, of any
+ * length and alignment.  Kept as naturally aligned pieces of order up to
+ * PGTRACE_SPLIT_ORDERS, as a partly freed block is, so that a later free or
+ * allocation of any page in it finds its piece (pgtrace_find_containing()).
+ */
+static __attribute__((noinline)) int alloc_snapshot_run(struct pgtrace_analysis *a, uint64_t t,
+							uint64_t pfn, uint64_t np)
+{
+	uint64_t end = pfn + np;
+
+	while (pfn < end) {
+		unsigned int k = pfn ? __builtin_ctzll(pfn) : PGTRACE_SPLIT_ORDERS;
+		int ret;
+
+		if (k > PGTRACE_SPLIT_ORDERS)
+			k = PGTRACE_SPLIT_ORDERS;
+		while (pfn + (1ULL << k) > end)
+			k--;
+		ret = do_alloc(a, t, pfn, 1ULL << k, zone_of(a, pfn), true);
+		if (ret)
+			return ret;
+		pfn += 1ULL << k;
+	}
 	return 0;
 }
 
@@ -430,7 +503,9 @@ an_process(struct pgtrace_analysis *a, const struct pgtrace_compact_event *e, co
 	int ret;
 
 	count_event(a, e->time_ns, type, np, zone, snap);
-	if (type == PGTRACE_EV_ALLOC)
+	if (type == PGTRACE_EV_ALLOC && unlikely(snap))
+		ret = alloc_snapshot_run(a, e->time_ns, e->pfn, np);
+	else if (type == PGTRACE_EV_ALLOC)
 		ret = do_alloc(a, e->time_ns, e->pfn, np, zone, snap);
 	else
 		ret = do_end(a, e->time_ns, e->pfn, np, type);
@@ -505,6 +580,7 @@ static unsigned int apply_fast(struct pgtrace_analysis *a, const struct pgtrace_
 	struct pgtrace_zone_stats *const *leaf_zs = m->leaf_zs;
 	uint64_t in_use = a->in_use, blocks = a->in_use_blocks;
 	uint64_t peak = a->peak_in_use, peak_ns = a->peak_ns;
+	const uint64_t snap_end = m->snap_end_ns;
 	/*
 	 * Event j's cell (NULL: not in a leaf of one zone, or no leaf yet)
 	 * and its leaf's zone figures, found when its cell is prefetched.
@@ -534,7 +610,8 @@ static unsigned int apply_fast(struct pgtrace_analysis *a, const struct pgtrace_
 		c = *cp;
 		if (type == PGTRACE_EV_ALLOC) {
 			/* An empty cell, and a block that fits one. */
-			if (unlikely(c | (np & (np - 1)) | (t & CELL_TIME_BAD)))
+			if (unlikely(c | (np & (np - 1)) | (t & CELL_TIME_BAD)) ||
+			    unlikely(t <= snap_end))
 				goto slow;
 		} else if (unlikely(np != (1ULL << (c & CELL_CODE_MASK)) >> 1)) {
 			/* Not a whole block in a cell: empty (0) or escaped. */

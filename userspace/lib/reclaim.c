@@ -362,10 +362,39 @@ static int put_pieces(struct pgtrace_reclaim_priv *m, uint32_t owner, uint64_t f
 
 /* ------------------------------------------------------------ events */
 
+/*
+ * A snapshot run: pages, not one block, so kept as the analysis keeps it,
+ * in naturally aligned pieces of at most 2^PGTRACE_SPLIT_ORDERS pages.
+ */
+static int on_snapshot_run(struct pgtrace_reclaim_priv *m, const struct pgtrace_event *ev)
+{
+	uint64_t pfn = ev->pfn, end = ev->pfn + ev->npages, len;
+
+	for (; pfn < end; pfn += len) {
+		struct piece *s;
+		int ret;
+
+		len = 1ULL << PGTRACE_SPLIT_ORDERS;
+		while (pfn & (len - 1) || pfn + len > end)
+			len /= 2;
+		/* Allocated again without a free in between: the free was lost. */
+		s = map_get(m, pfn);
+		if (s)
+			map_del(m, s);
+		ret = map_add(m, pfn, len, NO_OWNER);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int on_alloc(struct pgtrace_reclaim_priv *m, const struct pgtrace_event *ev)
 {
 	uint32_t o = NO_OWNER;
 	struct piece *s;
+
+	if (ev->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT)
+		return on_snapshot_run(m, ev);
 
 	/* Allocated again without a free in between: the free was lost. */
 	s = map_get(m, ev->pfn);

@@ -137,20 +137,40 @@ static void rin_use(struct ref *r, const struct rblock *b, int64_t d, uint64_t t
 	}
 }
 
-static void ralloc(struct ref *r, const struct pgtrace_event *e, bool snap)
+static void ralloc_one(struct ref *r, uint64_t pfn, uint64_t npages, uint64_t t, bool snap)
 {
-	struct rblock *old = rfind(r, e->pfn), nb = {
-		.pfn = e->pfn, .npages = e->npages, .time_ns = e->time_ns,
-		.order = rorder(e->npages), .zone = rzone(r, e->pfn), .snap = snap,
+	struct rblock *old = rfind(r, pfn), nb = {
+		.pfn = pfn, .npages = npages, .time_ns = t,
+		.order = rorder(npages), .zone = rzone(r, pfn), .snap = snap,
 	};
 
 	if (old) {
 		r->realloc++;
-		rin_use(r, old, -(int64_t)old->npages, e->time_ns);
+		rin_use(r, old, -(int64_t)old->npages, t);
 		rdel(r, old);
 	}
 	rput(r, &nb);
-	rin_use(r, &nb, nb.npages, e->time_ns);
+	rin_use(r, &nb, nb.npages, t);
+}
+
+/*
+ * An allocation; a snapshot run (pages, not one block) as naturally aligned
+ * pieces of at most 2^PGTRACE_SPLIT_ORDERS pages, as the analysis keeps it.
+ */
+static void ralloc(struct ref *r, const struct pgtrace_event *e, bool snap)
+{
+	uint64_t pfn = e->pfn, end = e->pfn + e->npages, len;
+
+	if (!snap) {
+		ralloc_one(r, e->pfn, e->npages, e->time_ns, false);
+		return;
+	}
+	for (; pfn < end; pfn += len) {
+		len = 1ULL << PGTRACE_SPLIT_ORDERS;
+		while (pfn & (len - 1) || pfn + len > end)
+			len /= 2;
+		ralloc_one(r, pfn, len, e->time_ns, true);
+	}
 }
 
 /*
