@@ -42,6 +42,7 @@
  * and as an allocation event, and one freed during it as a free of a page
  * the snapshot does not list; none is missed by both.
  */
+#include <linux/bitmap.h>
 #include <linux/ioport.h>
 #include <linux/memory_hotplug.h>
 #include <linux/mm.h>
@@ -98,6 +99,10 @@ struct pt_snap_writer {
 	unsigned int		nr_ram;
 	/* The per-CPU lists' blocks (pcp.c), or NULL: see the rules above */
 	struct pt_pcp_set	*pcp;
+	/* The slice being walked: its first PFN, and a bit per page */
+	unsigned long		slice;
+	unsigned long		*used;		/* allocated */
+	unsigned long		*unsure;	/* to look at again */
 };
 
 /* The largest buddy order: MAX_ORDER - 1 on 6.1, MAX_PAGE_ORDER since 6.8. */
@@ -180,16 +185,43 @@ static void pt_snap_run(struct pt_snap_writer *w, unsigned long pfn,
 	}
 }
 
-/* Walk [@pfn, @end), within one zone; see the rules above. */
-static void pt_snap_span(struct pt_snap_writer *w, unsigned long pfn,
-			 unsigned long end)
+/*
+ * Whether @pfn, a page with a zero count that is no block's head, lies in
+ * a free block of the buddy lists that starts before it: a block that grew
+ * by merging after the walk passed its head.
+ */
+static bool pt_snap_in_free_block(unsigned long pfn)
 {
-	unsigned long run = 0, run_start = 0;
+	unsigned int order;
 
+	for (order = 1; order <= PT_MAX_BUDDY_ORDER; order++) {
+		unsigned long head_pfn = pfn & ~((1UL << order) - 1);
+		struct page *head = pfn_to_online_page(head_pfn);
+
+		/* Read without the zone lock: it may just have changed. */
+		if (head && PageBuddy(head) && page_private(head) >= order &&
+		    page_private(head) <= PT_MAX_BUDDY_ORDER)
+			return true;
+	}
+	return false;
+}
+
+/* What the walk makes of a page, in pt_snap_decide(). */
+enum pt_snap_page { PT_SNAP_FREE, PT_SNAP_USED, PT_SNAP_UNSURE };
+
+/*
+ * Decide [@pfn, @end), one slice within one zone, into the slice's bitmaps
+ * (bit 0 is @w->slice): see the rules above.  A page with a zero count on
+ * no free list seen so far is "unsure": pt_snap_slice() looks at the
+ * per-CPU lists again once the slice is walked.
+ */
+static void pt_snap_decide(struct pt_snap_writer *w, unsigned long pfn,
+			   unsigned long end)
+{
 	while (pfn < end) {
 		struct page *page = pfn_to_online_page(pfn);
+		enum pt_snap_page what = PT_SNAP_FREE;
 		unsigned long step = 1;
-		bool used = false;
 
 		if (++w->since_resched >= 4096) {
 			w->since_resched = 0;
@@ -206,31 +238,61 @@ static void pt_snap_span(struct pt_snap_writer *w, unsigned long pfn,
 				step = 1UL << order;
 		} else if (PageHead(page)) {
 			step = compound_nr(page);
-			used = true;
-		} else {
-			used = PageTail(page) || page_count(page);
-			if (!used && w->pcp) {
-				unsigned long left = pt_pcp_find(w->pcp, pfn);
+			what = PT_SNAP_USED;
+		} else if (PageTail(page) || page_count(page)) {
+			what = PT_SNAP_USED;
+		} else if (w->pcp && !pt_snap_in_free_block(pfn)) {
+			unsigned long left = pt_pcp_find(w->pcp, pfn);
 
-				if (left)
-					step = left;
-				else
-					used = true;
-			}
+			if (left)
+				step = left;
+			else
+				what = PT_SNAP_UNSURE;
 		}
 		step = min(step, end - pfn);
-		if (used) {
-			if (!run)
-				run_start = pfn;
-			run += step;
-		} else if (run) {
-			pt_snap_run(w, run_start, run);
-			run = 0;
-		}
+		if (what == PT_SNAP_USED)
+			bitmap_set(w->used, pfn - w->slice, step);
+		else if (what == PT_SNAP_UNSURE)
+			bitmap_set(w->unsure, pfn - w->slice, step);
 		pfn += step;
 	}
-	if (run)
-		pt_snap_run(w, run_start, run);
+}
+
+/*
+ * Walk [@pfn, @end), at most PT_SNAP_SLICE pages of one zone: decide each
+ * page with the per-CPU lists as read right before, settle the unsure
+ * ones with the lists as read right after (a page that joined a list
+ * meanwhile was free; one allocated and freed onto it meanwhile has a
+ * free event, which applies after the snapshot, so listing it as free
+ * changes nothing), and list the runs of allocated pages.
+ */
+static void pt_snap_slice(struct pt_snap_writer *w, struct zone *zone,
+			  unsigned long pfn, unsigned long end)
+{
+	unsigned long n = end - pfn, i, j;
+
+	w->slice = pfn;
+	bitmap_zero(w->used, n);
+	bitmap_zero(w->unsure, n);
+	pt_snap_decide(w, pfn, end);
+	if (w->pcp && !bitmap_empty(w->unsure, n)) {
+		if (pt_pcp_collect(w->pcp, zone, pfn, end)) {
+			/* No second look: unsure pages stay allocated. */
+			w->flags &= ~PAGETRACE_SNAPSHOT_PCP;
+			bitmap_or(w->used, w->used, w->unsure, n);
+		} else {
+			for_each_set_bit(i, w->unsure, n) {
+				if (!pt_pcp_find(w->pcp, pfn + i)) {
+					__set_bit(i, w->used);
+				}
+			}
+		}
+	}
+	for (i = find_first_bit(w->used, n); i < n;
+	     i = find_next_bit(w->used, n, j)) {
+		j = find_next_zero_bit(w->used, n, i);
+		pt_snap_run(w, pfn + i, j - i);
+	}
 }
 
 /* Pages walked after one reading of the per-CPU lists: 128 MiB. */
@@ -254,7 +316,7 @@ static void pt_snap_sliced(struct pt_snap_writer *w, struct zone *zone,
 			w->pcp = pcp;
 		else if (pcp)
 			w->flags &= ~PAGETRACE_SNAPSHOT_PCP;
-		pt_snap_span(w, pfn, e);
+		pt_snap_slice(w, zone, pfn, e);
 		w->pcp = pcp;
 		pfn = e;
 	}
@@ -386,6 +448,10 @@ int pt_snapshot_build(struct pt_session *sess)
 	struct pt_pcp_set pcp = { };
 	size_t words;
 
+	w.used = bitmap_zalloc(PT_SNAP_SLICE, GFP_KERNEL);
+	w.unsure = bitmap_zalloc(PT_SNAP_SLICE, GFP_KERNEL);
+	if (!w.used || !w.unsure)
+		goto free_bitmaps;
 	w.ram = pt_snap_ram_ranges(&w.nr_ram);
 	if (!pt_pcp_alloc(&pcp)) {
 		w.pcp = &pcp;
@@ -396,23 +462,30 @@ int pt_snapshot_build(struct pt_session *sess)
 	words = (w.runs + w.runs / 4 + 64) * 2;
 	w.size = (DIV_ROUND_UP(words, words_per_chunk) + 1) * sess->chunk_size;
 	w.area = vmalloc_user(w.size);
-	if (!w.area) {
-		pt_pcp_free(&pcp);
-		kfree(w.ram);
-		return -ENOMEM;
-	}
+	if (!w.area)
+		goto free_ranges;
 	w.runs = 0;
 	w.pages = 0;
 	w.last = NULL;
 	pt_snap_walk(&w);
 	pt_pcp_free(&pcp);
 	kfree(w.ram);
+	bitmap_free(w.unsure);
+	bitmap_free(w.used);
 
 	sess->snap = w.area;
 	sess->snap_len = w.len;
 	pt_snap_record(sess, &w, local_clock() - t0);
 	pt_meta_add_snapshot(sess);
 	return 0;
+
+free_ranges:
+	pt_pcp_free(&pcp);
+	kfree(w.ram);
+free_bitmaps:
+	bitmap_free(w.unsure);
+	bitmap_free(w.used);
+	return -ENOMEM;
 }
 
 void pt_snapshot_free(struct pt_session *sess)
