@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A trace that proves it is complete: the kernel's own count of each
+ * zone's pages in use (present - free - per-CPU lists), read by the module
+ * when the session starts (the header's REC_COUNTERS) and stops
+ * (PAGETRACE_IOC_COUNTERS), against the trace's own count (the snapshot
+ * plus the allocations minus the frees and reclaims, by libpagetrace) at
+ * the same instants, under a mixed load: page cache written and dropped,
+ * anonymous memory touched and unmapped, forks.  A hook that misses a
+ * path, a snapshot that misreads a page, or an analysis that miscounts
+ * one shows up as a difference.
+ *
+ *  ioctl_counters    the ioctl's sizes, errors and the start counters
+ *                    against the header record
+ *  in_use_matches    every zone within PT_COUNTERS_TOLERANCE (per mille
+ *                    of the kernel's count, default 1: 0.1%; at least 2
+ *                    pages) at start and at stop
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pt_selftest.h"
+#include "kselftest_harness.h"
+
+#define LOAD_FILE	"/tmp/pt_counters_load"
+
+/* The payload of the header's REC_COUNTERS, and its size, or NULL. */
+static const void *counters_rec(const struct pt_st_buf *b, uint32_t *size)
+{
+	const struct pagetrace_header *h = (const void *)b->p;
+	const unsigned char *p = b->p + sizeof(*h);
+	const unsigned char *end = b->p + h->header_size;
+
+	while (p + sizeof(struct pagetrace_record) <= end) {
+		const struct pagetrace_record *rec = (const void *)p;
+
+		if (rec->type == PAGETRACE_REC_END)
+			break;
+		if (rec->type == PAGETRACE_REC_COUNTERS) {
+			*size = rec->size;
+			return rec + 1;
+		}
+		p += sizeof(*rec) + ((rec->size + 7) & ~7U);
+	}
+	return NULL;
+}
+
+/*
+ * A session with its snapshot (pt_st_start_session() turns it off): the
+ * device opened, its header read into @b and @hi.  0 or -errno.
+ */
+static int start_with_snapshot(int *fd, struct pt_st_buf *b, struct pt_st_hdr *hi)
+{
+	int ret = pt_st_set_param("snapshot", "1");
+
+	if (ret)
+		return ret;
+	*fd = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	return pt_st_read_header(*fd, b, hi);
+}
+
+/* PAGETRACE_IOC_COUNTERS into a new buffer: 0 or -errno. */
+static int get_counters(int fd, unsigned int which, void **out, uint32_t *size)
+{
+	struct pagetrace_counters_req req = { .which = which };
+
+	if (!ioctl(fd, PAGETRACE_IOC_COUNTERS, &req) || errno != ENOSPC)
+		return -errno;
+	*out = calloc(1, req.size);
+	if (!*out)
+		return -ENOMEM;
+	req.buf = (uintptr_t)*out;
+	if (ioctl(fd, PAGETRACE_IOC_COUNTERS, &req))
+		return -errno;
+	*size = req.size;
+	return 0;
+}
+
+/* A mixed load until killed: page cache, anonymous memory, forks. */
+static void load(void)
+{
+	char buf[65536];
+
+	memset(buf, 0x5a, sizeof(buf));
+	for (;;) {
+		int fd = open(LOAD_FILE, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		char *m;
+		pid_t pid;
+
+		for (int i = 0; fd >= 0 && i < 64; i++)
+			if (write(fd, buf, sizeof(buf)) < 0)
+				break;
+		if (fd >= 0)
+			close(fd);
+		unlink(LOAD_FILE);
+		m = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			for (size_t off = 0; off < (4 << 20); off += 4096)
+				m[off] = 1;
+			munmap(m, 4 << 20);
+		}
+		pid = fork();
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+}
+
+TEST(ioctl_counters)
+{
+	struct pagetrace_counters_req req = { .which = PAGETRACE_COUNTERS_START };
+	const struct pagetrace_rec_counters *c;
+	struct pt_st_buf b = { 0 };
+	struct pt_st_hdr hi;
+	uint32_t rsize, size;
+	const void *rec;
+	void *start;
+	int fd;
+
+	ASSERT_EQ(0, start_with_snapshot(&fd, &b, &hi));
+	ASSERT_TRUE(hi.h.flags & PAGETRACE_FLAG_SNAPSHOT);
+
+	/* Too small: ENOSPC and the size needed. */
+	EXPECT_EQ(-1, ioctl(fd, PAGETRACE_IOC_COUNTERS, &req));
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_LE(sizeof(struct pagetrace_rec_counters) +
+		  sizeof(struct pagetrace_zone_counters), req.size);
+	/* An unknown which, reserved bits: EINVAL. */
+	req.which = 2;
+	EXPECT_EQ(-1, ioctl(fd, PAGETRACE_IOC_COUNTERS, &req));
+	EXPECT_EQ(EINVAL, errno);
+	req.which = PAGETRACE_COUNTERS_START;
+	req.reserved[1] = 1;
+	EXPECT_EQ(-1, ioctl(fd, PAGETRACE_IOC_COUNTERS, &req));
+	EXPECT_EQ(EINVAL, errno);
+	/* The stop's, before the stop: EAGAIN. */
+	req.reserved[1] = 0;
+	req.which = PAGETRACE_COUNTERS_STOP;
+	EXPECT_EQ(-1, ioctl(fd, PAGETRACE_IOC_COUNTERS, &req));
+	EXPECT_EQ(EAGAIN, errno);
+
+	/* The start's are the header record, byte for byte. */
+	ASSERT_EQ(0, get_counters(fd, PAGETRACE_COUNTERS_START, &start, &size));
+	rec = counters_rec(&b, &rsize);
+	ASSERT_NE(NULL, rec) TH_LOG("no REC_COUNTERS in the header");
+	ASSERT_EQ(rsize, size);
+	EXPECT_EQ(0, memcmp(rec, start, size));
+	c = start;
+	ASSERT_LT(0, c->nr_zones);
+	EXPECT_LE(c->time_ns, pt_st_mono_to_trace(&hi.h, pt_st_mono_ns()));
+	EXPECT_LE(hi.h.start_ns, c->time_ns);
+	for (unsigned int i = 0; i < c->nr_zones; i++) {
+		const struct pagetrace_zone_counters *z = &c->zones[i];
+
+		TH_LOG("zone %u:%u present %llu managed %llu free %llu pcp %llu",
+		       z->node, z->zone, (unsigned long long)z->present_pages,
+		       (unsigned long long)z->managed_pages,
+		       (unsigned long long)z->free_pages,
+		       (unsigned long long)z->pcp_pages);
+		EXPECT_LT(0, z->present_pages);
+		EXPECT_LE(z->managed_pages, z->present_pages);
+		EXPECT_LE(z->free_pages + z->pcp_pages, z->managed_pages);
+	}
+	free(start);
+
+	ASSERT_EQ(0, ioctl(fd, PAGETRACE_IOC_STOP));
+	ASSERT_EQ(0, get_counters(fd, PAGETRACE_COUNTERS_STOP, &start, &size));
+	c = start;
+	EXPECT_EQ(rsize, size);
+	EXPECT_LT(0, c->nr_zones);
+	free(start);
+	close(fd);
+	pt_st_buf_free(&b);
+}
+
+/* The trace's count of @z at start or stop, against the kernel's. */
+static void check_zone(struct __test_metadata *_metadata,
+		       const struct pgtrace_analysis *a,
+		       const struct pgtrace_zone_counters *z, bool start,
+		       long per_mille)
+{
+	int64_t kernel = pgtrace_zone_counters_in_use(z), trace, diff, tol;
+	unsigned int i;
+
+	for (i = 0; i < a->nr_zones; i++)
+		if (a->zones[i].node == z->node && a->zones[i].zone == z->zone)
+			break;
+	ASSERT_LT(i, a->nr_zones) TH_LOG("no zone record for %u:%u", z->node, z->zone);
+	trace = start ? a->zone_stats[i].in_use_at_counters : a->zone_stats[i].in_use;
+	diff = trace - kernel;
+	/* A page or two come and go on other CPUs while the zones are read. */
+	tol = kernel * per_mille / 1000;
+	if (tol < 2)
+		tol = 2;
+	TH_LOG("%s zone %u/%s: kernel %lld trace %lld diff %+lld (tolerance %lld)",
+	       start ? "start" : "stop", z->node, a->zones[i].name, (long long)kernel,
+	       (long long)trace, (long long)diff, (long long)tol);
+	EXPECT_LE(diff < 0 ? -diff : diff, tol);
+}
+
+TEST(in_use_matches)
+{
+	const char *env = getenv("PT_COUNTERS_TOLERANCE");
+	long per_mille = env && *env ? strtol(env, NULL, 0) : 1;
+	const struct pgtrace_kernel_counters *kc[2];
+	struct pagetrace_chunk ch = { 0 };
+	struct pgtrace_reader *r = NULL;
+	struct pgtrace_analysis a;
+	struct pt_st_buf b = { 0 };
+	struct pt_st_hdr hi;
+	void *stop;
+	uint32_t size;
+	pid_t pid;
+	int fd, ret;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		load();
+	usleep(200000);
+	/* The snapshot is taken under the load, and the session runs under it. */
+	ret = start_with_snapshot(&fd, &b, &hi);
+	if (!ret) {
+		sleep(2);
+		ret = ioctl(fd, PAGETRACE_IOC_STOP) ? -errno : 0;
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(LOAD_FILE);
+	ASSERT_EQ(0, ret);
+	ASSERT_TRUE(hi.h.flags & PAGETRACE_FLAG_SNAPSHOT);
+	ASSERT_EQ(0, pt_st_buf_drain(fd, &b));
+	ASSERT_EQ(0, get_counters(fd, PAGETRACE_COUNTERS_STOP, &stop, &size));
+	close(fd);
+
+	/* The counters chunk, as pagetrace record appends it. */
+	memcpy(ch.magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
+	ch.flags = PAGETRACE_CHUNK_COUNTERS;
+	ch.nr_words = size / 8;
+	pt_st_buf_add(&b, &ch, sizeof(ch));
+	pt_st_buf_add(&b, stop, size);
+	free(stop);
+
+	/* Kept for a look with pagetrace stats when the run keeps results. */
+	if (getenv("PT_RESULTS")) {
+		char path[512];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/counters.bin", getenv("PT_RESULTS"));
+		f = fopen(path, "w");
+		if (f) {
+			fwrite(b.p, 1, b.len, f);
+			fclose(f);
+		}
+	}
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, b.p, b.len, 0));
+	ret = pgtrace_analysis_collect(r, &a, NULL);
+	ASSERT_EQ(0, ret) TH_LOG("decode: %s", pgtrace_reader_error(r));
+	kc[0] = pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_START);
+	kc[1] = pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_STOP);
+	ASSERT_NE(NULL, kc[0]);
+	ASSERT_NE(NULL, kc[1]);
+	ASSERT_TRUE(a.counters_marked);
+	TH_LOG("%llu events, %llu lost, snapshot %llu pages",
+	       (unsigned long long)a.stats.events, (unsigned long long)a.stats.lost,
+	       (unsigned long long)a.snapshot_pages);
+	/* A lost event leaves the count short by its pages: none may be. */
+	EXPECT_EQ(0, a.stats.lost);
+	for (unsigned int w = 0; w < 2; w++)
+		for (unsigned int i = 0; i < kc[w]->nr_zones; i++)
+			check_zone(_metadata, &a, &kc[w]->zones[i], w == 0, per_mille);
+	pgtrace_analysis_free(&a);
+	pgtrace_reader_close(r);
+	pt_st_buf_free(&b);
+}
+
+TEST_HARNESS_MAIN
