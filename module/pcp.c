@@ -15,24 +15,68 @@
  *
  * The lists are read under each list's own lock (pcp->lock, as the
  * kernel's drain_pages_zone() takes it from another CPU), one CPU and zone
- * at a time, interrupts off.  Kernels whose lists have no such lock (before
- * 6.2 upstream; Debian's 6.1 has it) are only ever touched by their own
- * CPU: there the set is not built and the walk keeps the old rule
- * (PT_HAVE_PCP_LOCK, Kbuild).
+ * at a time, interrupts off.  Where the lists have no such lock (before
+ * 6.2 upstream; Debian's 6.1 has it), a CPU's lists are touched only by
+ * that CPU with its interrupts off: they are read there, in a function
+ * call IPI, as the 5.10 layout has them (one list of single pages per
+ * migratetype, in the per-CPU pageset; PT_HAVE_PCP_PAGESET).  Any other
+ * layout gets no set, and the walk keeps the old rule (Kbuild's tests).
  *
  * The lists change while they are read and after: the snapshot runs with
  * the hooks attached, so a page that leaves a list meanwhile is an
  * allocation event and one that joins it a free event, each applied after
  * the snapshot (whose events are stamped with the session's start).
  */
+#include <linux/cpu.h>
 #include <linux/list.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/mmzone.h>
+#include <linux/smp.h>
 #include <linux/sort.h>
 #include <linux/spinlock.h>
 #include <linux/vmalloc.h>
 
 #include "pagetrace.h"
+
+#if defined(PT_HAVE_PCP_LOCK) || !defined(PT_HAVE_PCP_PAGESET)
+static int pt_pcp_cmp(const void *a, const void *b)
+{
+	const struct pt_pcp_block *x = a, *y = b;
+
+	return x->pfn < y->pfn ? -1 : x->pfn > y->pfn;
+}
+
+/* Note the block at @pfn of 2^@order pages if it starts in [@lo, @hi). */
+static bool pt_pcp_add(struct pt_pcp_set *set, unsigned long pfn,
+		       unsigned int order, unsigned long lo, unsigned long hi)
+{
+	if (pfn < lo || pfn >= hi)
+		return true;
+	if (set->nr == set->cap)
+		return false;
+	set->blocks[set->nr].pfn = pfn;
+	set->blocks[set->nr].order = order;
+	set->nr++;
+	return true;
+}
+
+/* What the lists would hold: now, and as much again. */
+static unsigned long pt_pcp_room(void);
+
+/**
+ * pt_pcp_alloc - room for the blocks of every per-CPU list
+ * @set: zeroed
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int pt_pcp_alloc(struct pt_pcp_set *set)
+{
+	set->cap = pt_pcp_room();
+	set->blocks = vmalloc_array(set->cap, sizeof(*set->blocks));
+	return set->blocks ? 0 : -ENOMEM;
+}
+#endif
 
 #ifdef PT_HAVE_PCP_LOCK
 /*
@@ -47,34 +91,17 @@ static unsigned int pt_pcp_order(unsigned int pindex)
 	return pageblock_order;
 }
 
-static int pt_pcp_cmp(const void *a, const void *b)
-{
-	const struct pt_pcp_block *x = a, *y = b;
-
-	return x->pfn < y->pfn ? -1 : x->pfn > y->pfn;
-}
-
-/**
- * pt_pcp_alloc - room for the blocks of every per-CPU list
- * @set: zeroed
- *
- * Return: 0, -EOPNOTSUPP where the lists cannot be read from another CPU,
- * or -ENOMEM.
- */
-int pt_pcp_alloc(struct pt_pcp_set *set)
+static unsigned long pt_pcp_room(void)
 {
 	struct zone *zone = NULL;
-	unsigned long cap = 0;
+	unsigned long n = 0;
 	unsigned int cpu;
 
-	/* What the lists hold now, and as much again. */
 	while ((zone = pt_next_zone(zone)))
 		for_each_online_cpu(cpu)
-			cap += READ_ONCE(per_cpu_ptr(zone->per_cpu_pageset,
-						     cpu)->count);
-	set->cap = 2 * cap + 1024;
-	set->blocks = vmalloc_array(set->cap, sizeof(*set->blocks));
-	return set->blocks ? 0 : -ENOMEM;
+			n += READ_ONCE(per_cpu_ptr(zone->per_cpu_pageset,
+						   cpu)->count);
+	return 2 * n + 1024;
 }
 
 /**
@@ -112,23 +139,78 @@ int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
 
 		spin_lock_irqsave(&pcp->lock, flags);
 		for (i = 0; i < NR_PCP_LISTS; i++) {
-			list_for_each_entry(page, &pcp->lists[i], pcp_list) {
-				unsigned long pfn = page_to_pfn(page);
-
-				if (pfn < lo || pfn >= hi)
-					continue;
-				if (set->nr == set->cap)
+			list_for_each_entry(page, &pcp->lists[i], pcp_list)
+				if (!pt_pcp_add(set, page_to_pfn(page),
+						pt_pcp_order(i), lo, hi))
 					break;
-				set->blocks[set->nr].pfn = pfn;
-				set->blocks[set->nr].order = pt_pcp_order(i);
-				set->nr++;
-			}
 		}
 		spin_unlock_irqrestore(&pcp->lock, flags);
 		if (set->nr == set->cap) {
 			set->nr = 0;
 			return -EAGAIN;
 		}
+	}
+	sort(set->blocks, set->nr, sizeof(*set->blocks), pt_pcp_cmp, NULL);
+	return 0;
+}
+#elif !defined(PT_HAVE_PCP_PAGESET)
+static unsigned long pt_pcp_room(void)
+{
+	struct zone *zone = NULL;
+	unsigned long n = 0;
+	unsigned int cpu;
+
+	while ((zone = pt_next_zone(zone)))
+		for_each_online_cpu(cpu)
+			n += READ_ONCE(per_cpu_ptr(zone->pageset, cpu)->pcp.count);
+	return 2 * n + 1024;
+}
+
+struct pt_pcp_ipi {
+	struct pt_pcp_set	*set;
+	struct zone		*zone;
+	unsigned long		lo;
+	unsigned long		hi;
+	bool			full;
+};
+
+/* On the CPU whose lists they are, interrupts off: as its allocator. */
+static void pt_pcp_read_local(void *arg)
+{
+	struct pt_pcp_ipi *ipi = arg;
+	struct per_cpu_pages *pcp =
+		&this_cpu_ptr(ipi->zone->pageset)->pcp;
+	struct page *page;
+	unsigned int i;
+
+	lockdep_assert_irqs_disabled();
+	for (i = 0; i < MIGRATE_PCPTYPES && !ipi->full; i++)
+		list_for_each_entry(page, &pcp->lists[i], lru)
+			if (!pt_pcp_add(ipi->set, page_to_pfn(page), 0,
+					ipi->lo, ipi->hi)) {
+				ipi->full = true;
+				break;
+			}
+}
+
+int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
+		   unsigned long lo, unsigned long hi)
+{
+	struct pt_pcp_ipi ipi = { set, zone, lo, hi, false };
+	unsigned int cpu;
+
+	set->nr = 0;
+	cpus_read_lock();
+	for_each_online_cpu(cpu) {
+		if (smp_call_function_single(cpu, pt_pcp_read_local, &ipi, 1))
+			ipi.full = true;
+		if (ipi.full)
+			break;
+	}
+	cpus_read_unlock();
+	if (ipi.full) {
+		set->nr = 0;
+		return -EAGAIN;
 	}
 	sort(set->blocks, set->nr, sizeof(*set->blocks), pt_pcp_cmp, NULL);
 	return 0;
