@@ -156,6 +156,8 @@ TESTS=()    # built and shipped to the VM
 for src in selftests/*_test.c; do
 	[ -e "$src" ] || continue
 	t=$(basename "$src" .c)
+	# The soak runs for an hour: `make soak` (scripts/test/soak.sh) runs it.
+	[ "$t" = pagetrace_soak_test ] && continue
 	[ -n "${SELFTESTS:-}" ] && [[ " $SELFTESTS " != *" $t "* ]] && continue
 	if step "[host]" "build-$t" make -C selftests "$t" KSELFTEST_DIR="$KSELFTEST_DIR"; then
 		TESTS+=("$t")
