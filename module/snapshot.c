@@ -259,6 +259,20 @@ static void pt_snap_decide(struct pt_snap_writer *w, unsigned long pfn,
 }
 
 /*
+ * Whether an unsure page is free at the second look: on a per-CPU list as
+ * just read, or in the buddy allocator by now.  A page allocated at the
+ * first look and freed since has a free event, which applies after the
+ * snapshot: listing it as free changes nothing.
+ */
+static bool pt_snap_free_now(struct pt_snap_writer *w, unsigned long pfn)
+{
+	struct page *page = pfn_to_online_page(pfn);
+
+	return pt_pcp_find(w->pcp, pfn) || (page && PageBuddy(page)) ||
+	       pt_snap_in_free_block(pfn);
+}
+
+/*
  * Walk [@pfn, @end), at most PT_SNAP_SLICE pages of one zone: decide each
  * page with the per-CPU lists as read right before, settle the unsure
  * ones with the lists as read right after (a page that joined a list
@@ -282,9 +296,8 @@ static void pt_snap_slice(struct pt_snap_writer *w, struct zone *zone,
 			bitmap_or(w->used, w->used, w->unsure, n);
 		} else {
 			for_each_set_bit(i, w->unsure, n) {
-				if (!pt_pcp_find(w->pcp, pfn + i)) {
+				if (!pt_snap_free_now(w, pfn + i))
 					__set_bit(i, w->used);
-				}
 			}
 		}
 	}
