@@ -7,7 +7,9 @@
  * a full disk (a 128 KiB tmpfs) stops it loudly, with a non-zero status
  * and a file that ends at a chunk boundary and decodes cleanly; a flight
  * recorder dumps on SIGUSR1 and at the stop, its seq gaps decode, and the
- * module's default parameters are back afterwards.  Runs as root with
+ * module's default parameters are back afterwards.  The file ends with the
+ * kernel's zone counters at the stop.  pagetrace top reads the mapped
+ * session live and shows our task.  Runs as root with
  * pagetrace.ko loaded (skips otherwise, and without the CLI).
  */
 #define _GNU_SOURCE
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <linux/pagetrace.h>
@@ -194,6 +197,83 @@ TEST_F_TIMEOUT(rec, command, 120)
 	for (int cpu = 0; cpu < PT_ST_MAX_CPUS; cpu++)
 		events += self->d.events[cpu];
 	ASSERT_LT(0, events);
+
+	/* The kernel's zone counters at the stop, appended after the events. */
+	{
+		struct pgtrace_reader *r = NULL;
+		struct pgtrace_event ev;
+		int ret;
+
+		ASSERT_EQ(0, pgtrace_reader_open_mem(&r, self->b.p, self->b.len, 0));
+		while ((ret = pgtrace_reader_next(r, &ev)) == 1)
+			;
+		EXPECT_EQ(0, ret) TH_LOG("%s", pgtrace_reader_error(r));
+		EXPECT_NE(NULL, pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_START));
+		EXPECT_NE(NULL, pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_STOP));
+		pgtrace_reader_close(r);
+	}
+}
+
+/*
+ * pagetrace top, live: three frames of the mapped session in batch mode
+ * while a task of ours named pt-top-load writes files, with the lost count
+ * and our task among the rows.
+ */
+TEST_F_TIMEOUT(rec, top_live, 120)
+{
+	struct pt_st_buf out = { 0 };
+	const char *p;
+	int st = -1, frames = 0;
+	pid_t pid, load;
+
+	REC_READY();
+	load = fork();
+	ASSERT_LE(0, load);
+	if (load == 0) {
+		static char buf[1 << 16];
+
+		prctl(PR_SET_NAME, "pt-top-load");
+		for (;;) {
+			int fd = open("/tmp/pt-top-load", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+			for (int i = 0; fd >= 0 && i < 64; i++)
+				if (write(fd, buf, sizeof(buf)) < 0)
+					break;
+			if (fd >= 0)
+				close(fd);
+			unlink("/tmp/pt-top-load");
+		}
+	}
+	/* Frames to a file: three of them outgrow a pipe's buffer. */
+	pid = fork();
+	if (pid == 0) {
+		int fd = open("/tmp/pt-top.txt", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd < 0)
+			_exit(127);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(self->bin, self->bin, "top", "-b", "-d", "1", "-n", "3",
+		      (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0 && waitpid(pid, &st, 0) == pid)
+		st = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	kill(load, SIGKILL);
+	waitpid(load, NULL, 0);
+	unlink("/tmp/pt-top-load");
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, load_file("/tmp/pt-top.txt", &out));
+	unlink("/tmp/pt-top.txt");
+	pt_st_buf_add(&out, "", 1);
+	TH_LOG("%.3000s", (char *)out.p);
+	EXPECT_EQ(0, st);
+	for (p = (char *)out.p; (p = strstr(p, "pagetrace top - live /dev/pagetrace")); p++)
+		frames++;
+	EXPECT_EQ(3, frames);
+	EXPECT_NE(NULL, strstr((char *)out.p, "\nlost: "));
+	EXPECT_NE(NULL, strstr((char *)out.p, " pt-top-load "));
+	pt_st_buf_free(&out);
 }
 
 /*
