@@ -79,6 +79,8 @@ else
 	CLOCK="wall time"
 fi
 MEM=${BENCH_MEM:-3072}
+# The tree the modules are built from: taken now, not when the run ends.
+AT=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')
 WORKLOADS=${BENCH_WORKLOADS:-k0 k3 mmap fork read}
 CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-local pt-notasks pt-stacks pt-filter pt-filter-orders pt-filter-cgroup pt-filter-drop kprobe-empty trace-cmd ftrace-raw perf bpftrace}
 
@@ -148,8 +150,10 @@ for flavour in $KERNELS; do
 	echo "== $rel: done in $((SECONDS - t0)) s" >&2
 	vmsetup="QEMU TCG, -cpu max, $CPUS vCPUs, $MEM MB, time: $CLOCK, host $(nproc) CPUs ($(
 		awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
-	cmd="BENCH_KERNELS=$flavour make bench, at $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+	cmd="BENCH_KERNELS=$flavour make bench, at $AT"
 	[ "${BENCH_RUNS:-3}" = 3 ] || cmd="BENCH_RUNS=$BENCH_RUNS $cmd"
+	[ -z "${BENCH_WORKLOADS:-}" ] || cmd="BENCH_WORKLOADS=\"$BENCH_WORKLOADS\" $cmd"
+	[ -z "${BENCH_CONTENDERS:-}" ] || cmd="BENCH_CONTENDERS=\"$BENCH_CONTENDERS\" $cmd"
 	python3 scripts/bench/bench-report.py --kernel "$rel" --setup "$vmsetup" \
 		--command "$cmd" --md "$B/results.md" --json "$B/results.json" "$S/results.txt"
 	cat "$B/results.md"
