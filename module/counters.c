@@ -6,19 +6,21 @@
  *
  *   start  after the snapshot walk (or the hooks' attaching, without one),
  *          into the header's REC_COUNTERS record and its copy in the meta
- *          area: pt_counters_at_start()
- *   stop   between the writers' clearing and the hooks' detaching, the
- *          instant after which no event is recorded: pt_counters_at_stop()
- *          into the session, for PAGETRACE_IOC_COUNTERS
+ *          area: pt_header_set_counters()
+ *   stop   right after the writers' clearing, before the hooks' detaching
+ *          (handlers that loaded a writer before the clearing may still
+ *          finish an event meanwhile), into the session, for
+ *          PAGETRACE_IOC_COUNTERS
  *
  * A reading takes no lock: the free count is the zone's NR_FREE_PAGES with
  * every CPU's pending delta folded in (zone_page_state_snapshot()), and the
  * per-CPU lists' counts are read as they are.  The allocator keeps running
  * on other CPUs meanwhile, so a reading is exact to within what it does in
- * the microseconds of the walk.
+ * the microseconds of the walk.  NR_FREE_PAGES leaves out the free pages
+ * of isolated pageblocks (offlining, alloc_contig_range()), which the
+ * snapshot also lists as allocated: both sides count them in use.
  */
 #include <linux/cpumask.h>
-#include <linux/irqflags.h>
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/percpu.h>
@@ -59,24 +61,26 @@ size_t pt_counters_size(unsigned int nr_zones)
  * @rec: room for @max zones, filled in (entries past nr_zones zeroed)
  * @max: entries @rec has
  *
- * Context: any context that may take a few microseconds with interrupts
- * off; they are off during the walk, so that nothing on this CPU comes
- * between the zones.
+ * With memory being offlined (memhotplug.c), no zone: the per-CPU lists
+ * may be going away.
+ *
+ * Context: process context; may sleep (briefly).
  */
 void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
 {
 	struct zone *zone = NULL;
-	unsigned long flags;
 	unsigned int n = 0, cpu;
 
 	memset(rec, 0, pt_counters_size(max));
-	local_irq_save(flags);
 	rec->time_ns = pt_le64(pt_clock_now());
+	if (pt_mem_read_begin())
+		return;
 	while (n < max && (zone = pt_next_zone(zone))) {
 		struct pagetrace_zone_counters *z = &rec->zones[n++];
 		unsigned long pcp = 0;
 
-		for_each_online_cpu(cpu)
+		/* An offline CPU's lists are drained, but not before it is. */
+		for_each_possible_cpu(cpu)
 			pcp += pt_pcp_pages(zone, cpu);
 		z->node = pt_le32(zone_to_nid(zone));
 		z->zone = pt_le32(zone_idx(zone));
@@ -86,6 +90,6 @@ void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
 			pt_le64(zone_page_state_snapshot(zone, NR_FREE_PAGES));
 		z->pcp_pages = pt_le64(pcp);
 	}
-	local_irq_restore(flags);
+	pt_mem_read_end();
 	rec->nr_zones = pt_le32(n);
 }

@@ -11,8 +11,8 @@
  * An empty value (or "all") keeps everything.  Each parameter is checked
  * when it is set, so a bad value fails insmod (or the write to sysfs) with
  * a message; like the others, they are read when a session starts.  The
- * hooks apply the filter (filter.h) in pt_emit() before anything is written: a left
- * out event is counted in the CPU's filtered, not lost.
+ * hooks apply the filter (filter.h) in pt_emit() before anything is
+ * written: a left out event is counted in the CPU's filtered, not lost.
  *
  * The cgroup is looked up again at session start, and the session holds
  * it; an event belongs to the cgroup of the task that runs the hook, so

@@ -11,6 +11,7 @@
 
 #include <linux/bitops.h>
 #include <linux/cgroup.h>
+#include <linux/lockdep.h>
 #include <linux/compiler.h>
 #include <linux/mm.h>
 #include <linux/nodemask.h>
@@ -60,6 +61,8 @@ struct pt_filter {
  */
 static __always_inline bool pt_filter_keeps_task(const struct pt_filter *f)
 {
+	/* rcu_read_lock_sched_held(), as task_css_set_check() accepts. */
+	lockdep_assert_irqs_disabled();
 	return in_task() &&
 	       cgroup_is_descendant(task_dfl_cgroup(current), f->cgrp);
 }

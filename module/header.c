@@ -47,44 +47,6 @@ static void pt_rec_put(void **pos, u32 type, const void *payload, u32 size)
 }
 
 /*
- * The populated zone after @zone (the first one for NULL), or NULL.
- * for_each_populated_zone() uses symbols modules cannot reach, so walk the
- * online nodes' zone arrays instead.
- */
-struct zone *pt_next_zone(struct zone *zone)
-{
-	int nid;
-
-	if (zone) {
-		nid = zone->zone_pgdat->node_id;
-		zone++;
-	} else {
-		nid = first_online_node;
-		zone = NODE_DATA(nid)->node_zones;
-	}
-	for (;;) {
-		for (; zone < NODE_DATA(nid)->node_zones + MAX_NR_ZONES; zone++) {
-			if (populated_zone(zone))
-				return zone;
-		}
-		nid = next_online_node(nid);
-		if (nid >= MAX_NUMNODES)
-			return NULL;
-		zone = NODE_DATA(nid)->node_zones;
-	}
-}
-
-static unsigned int pt_nr_zones(void)
-{
-	struct zone *zone = NULL;
-	unsigned int n = 0;
-
-	while ((zone = pt_next_zone(zone)))
-		n++;
-	return n;
-}
-
-/*
  * pfn_limit=: the first PFN the stream cannot carry, for the selftests,
  * which lower it to see the refusal below on a small machine; 0 (the
  * default) means the format's own, PAGETRACE_PFN_MAX + 1.
@@ -164,8 +126,8 @@ int pt_header_build(struct pt_session *sess)
 	       pt_rec_space(sizeof(struct pagetrace_rec_snapshot)) +
 	       pt_rec_space(sizeof(struct pagetrace_rec_stacks)) +
 	       pt_rec_space(sizeof(struct pagetrace_rec_filter)) +
-	       (pt_nr_zones() + 4) * pt_rec_space(sizeof(struct pagetrace_rec_zone)) +
-	       pt_rec_space(pt_counters_size(pt_nr_zones() + 4)) +
+	       (pt_zones_count() + 4) * pt_rec_space(sizeof(struct pagetrace_rec_zone)) +
+	       pt_rec_space(pt_counters_size(pt_zones_count() + 4)) +
 	       pt_rec_space(0);
 	h = kzalloc(size, GFP_KERNEL);
 	if (!h)
@@ -215,7 +177,7 @@ int pt_header_build(struct pt_session *sess)
 	 * before anyone reads; zeroed (no zone) until then.  Room for the
 	 * zones memory hotplug may add meanwhile, as below.
 	 */
-	sess->counters_max = pt_nr_zones() + 4;
+	sess->counters_max = pt_zones_count() + 4;
 	sess->counters_rec_off = pos + sizeof(struct pagetrace_record) -
 				 (void *)h;
 	pt_rec_put(&pos, PAGETRACE_REC_COUNTERS, NULL,

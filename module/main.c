@@ -22,14 +22,24 @@ static int __init pt_init(void)
 	ret = pt_hooks_init();
 	if (ret)
 		return ret;
+	ret = pt_mem_guard_init();
+	if (ret)
+		return ret;
+	ret = pt_device_register();
+	if (ret)
+		goto exit_mem_guard;
+	return 0;
 
-	return pt_device_register();
+exit_mem_guard:
+	pt_mem_guard_exit();
+	return ret;
 }
 
 static void __exit pt_exit(void)
 {
 	/* The open file pins the module, so no session is left here. */
 	pt_device_unregister();
+	pt_mem_guard_exit();
 }
 
 module_init(pt_init);

@@ -15,6 +15,8 @@
  *   snapshot.c the memory map at session start
  *   pcp.c      the per-CPU free lists' blocks, which the snapshot skips
  *   counters.c the kernel's own count of each zone, at start and stop
+ *   memhotplug.c memory hot-remove held off while those two read
+ *   zones.c    the populated zones
  *   mmap.c     the read-only mapping of the meta area and the buffers
  *   session.c  session start/stop/flush, with its parameters
  *   device.c   /dev/pagetrace: open (a session), read, ioctl, release
@@ -22,10 +24,12 @@
  *   params.c   the parameter kinds every file's parameters use
  *
  * Calls go down, never up: main -> device -> session -> hooks, buffers,
- * snapshot -> pcp; snapshot, counters -> header, mmap -> writer -> stacks, filter, clock, and
- * hooks -> handlers -> writer; params.c is below them all.  (hooks.c names the handlers in its
- * table and reads what they note during its load-time checks; handlers.c
- * calls nothing of hooks.c.)
+ * snapshot, header, mmap; snapshot -> pcp, header, mmap; header ->
+ * counters; mmap -> writer -> stacks, filter, clock; hooks -> handlers ->
+ * writer.  zones.c (the populated zones), memhotplug.c and params.c are
+ * below them all.  (hooks.c names the handlers in its table and reads what
+ * they note during its load-time checks; handlers.c calls nothing of
+ * hooks.c.)
  */
 #ifndef _PAGETRACE_INTERNAL_H
 #define _PAGETRACE_INTERNAL_H
@@ -369,7 +373,11 @@ int pt_header_pfns_fit(void);
 int pt_header_build(struct pt_session *sess);
 void pt_header_set_backend(struct pt_session *sess);
 void pt_header_set_flags(struct pt_session *sess, u32 flags);
+void pt_header_set_counters(struct pt_session *sess);
+
+/* zones.c */
 struct zone *pt_next_zone(struct zone *zone);
+unsigned int pt_zones_count(void);
 
 /* pcp.c: the per-CPU free lists' blocks, for the snapshot */
 struct pt_pcp_block {
@@ -389,10 +397,15 @@ int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
 unsigned long pt_pcp_find(const struct pt_pcp_set *set, unsigned long pfn);
 void pt_pcp_free(struct pt_pcp_set *set);
 
+/* memhotplug.c: memory hot-remove held off while struct pages are read */
+int pt_mem_read_begin(void);
+void pt_mem_read_end(void);
+int pt_mem_guard_init(void);
+void pt_mem_guard_exit(void);
+
 /* counters.c */
 size_t pt_counters_size(unsigned int nr_zones);
 void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max);
-void pt_header_set_counters(struct pt_session *sess);
 
 /* stacks.c */
 int pt_stacks_alloc(struct pt_session *sess);

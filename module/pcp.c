@@ -13,14 +13,20 @@
  *   | blocks[0 .. nr)  {pfn, order}, by pfn    |  binary search
  *   +------------------------------------------+
  *
- * The lists are read under each list's own lock (pcp->lock, as the
- * kernel's drain_pages_zone() takes it from another CPU), one CPU and zone
- * at a time, interrupts off.  Where the lists have no such lock (before
- * 6.2 upstream; Debian's 6.1 has it), a CPU's lists are touched only by
- * that CPU with its interrupts off: they are read there, in a function
- * call IPI, as the 5.10 layout has them (one list of single pages per
- * migratetype, in the per-CPU pageset; PT_HAVE_PCP_PAGESET).  Any other
- * layout gets no set, and the walk keeps the old rule (Kbuild's tests).
+ * A CPU's lists of a zone are read under their lock (pcp->lock, one per
+ * CPU and zone, taken as the kernel's drain_pages_zone() takes it from
+ * another CPU: the allocator's own trylock on that CPU then fails over to
+ * the buddy lists).  Where the lists have no such lock (before 6.2
+ * upstream; Debian's 6.1 has it), 5.10 touches a CPU's lists only on that
+ * CPU with its interrupts off: they are read there, in a function call
+ * IPI, as that layout has them (one list of single pages per migratetype,
+ * in the per-CPU pageset; PT_HAVE_PCP_PAGESET).  Not on PREEMPT_RT, whose
+ * 5.10 guards them with a sleeping per-CPU lock and interrupts on, nor
+ * on 5.14-6.1 upstream: there the set is not built, and the walk keeps the
+ * old rule (zero count, on no list: free).
+ *
+ * Memory hot-remove, which frees a zone's lists, is held off meanwhile
+ * (memhotplug.c, by the snapshot that calls in here).
  *
  * The lists change while they are read and after: the snapshot runs with
  * the hooks attached, so a page that leaves a list meanwhile is an
@@ -39,7 +45,19 @@
 
 #include "pagetrace.h"
 
-#if defined(PT_HAVE_PCP_LOCK) || !defined(PT_HAVE_PCP_PAGESET)
+#if defined(PT_HAVE_PCP_LOCK) || \
+	(!defined(PT_HAVE_PCP_PAGESET) && !defined(CONFIG_PREEMPT_RT))
+#define PT_PCP_READABLE	1
+#endif
+
+/* The largest block on a per-CPU list: THP's (pcp.c's lists, below). */
+#ifdef CONFIG_TRANSPARENT_HUGEPAGE
+#define PT_PCP_MAX_ORDER	HPAGE_PMD_ORDER
+#else
+#define PT_PCP_MAX_ORDER	PAGE_ALLOC_COSTLY_ORDER
+#endif
+
+#ifdef PT_PCP_READABLE
 static int pt_pcp_cmp(const void *a, const void *b)
 {
 	const struct pt_pcp_block *x = a, *y = b;
@@ -88,7 +106,7 @@ static unsigned int pt_pcp_order(unsigned int pindex)
 {
 	if (pindex < NR_LOWORDER_PCP_LISTS)
 		return pindex / MIGRATE_PCPTYPES;
-	return pageblock_order;
+	return PT_PCP_MAX_ORDER;
 }
 
 static unsigned long pt_pcp_room(void)
@@ -117,7 +135,7 @@ static unsigned long pt_pcp_room(void)
  * between the lists and the buddy allocator unseen (a refill of a list
  * is no allocation event).
  *
- * Context: process context; interrupts off while each list is read.
+ * Context: process context.
  *
  * Return: 0, or -EAGAIN if the lists grew past the room taken for them
  * (@set is then empty).
@@ -127,24 +145,25 @@ int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
 {
 	unsigned int cpu;
 
+	might_sleep();
 	set->nr = 0;
 	/* A block of the largest order on a list may start before @lo. */
-	lo = lo > (1UL << pageblock_order) ? lo - (1UL << pageblock_order) : 0;
-	for_each_online_cpu(cpu) {
+	lo = lo > (1UL << PT_PCP_MAX_ORDER) ? lo - (1UL << PT_PCP_MAX_ORDER) : 0;
+	/* An offline CPU's lists are empty once drained, and safe to read. */
+	for_each_possible_cpu(cpu) {
 		struct per_cpu_pages *pcp = per_cpu_ptr(zone->per_cpu_pageset,
 							cpu);
-		unsigned long flags;
 		struct page *page;
 		unsigned int i;
 
-		spin_lock_irqsave(&pcp->lock, flags);
+		spin_lock(&pcp->lock);
 		for (i = 0; i < NR_PCP_LISTS; i++) {
 			list_for_each_entry(page, &pcp->lists[i], pcp_list)
 				if (!pt_pcp_add(set, page_to_pfn(page),
 						pt_pcp_order(i), lo, hi))
 					break;
 		}
-		spin_unlock_irqrestore(&pcp->lock, flags);
+		spin_unlock(&pcp->lock);
 		if (set->nr == set->cap) {
 			set->nr = 0;
 			return -EAGAIN;
@@ -153,7 +172,7 @@ int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
 	sort(set->blocks, set->nr, sizeof(*set->blocks), pt_pcp_cmp, NULL);
 	return 0;
 }
-#elif !defined(PT_HAVE_PCP_PAGESET)
+#elif defined(PT_PCP_READABLE)
 static unsigned long pt_pcp_room(void)
 {
 	struct zone *zone = NULL;
@@ -199,6 +218,7 @@ int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
 	struct pt_pcp_ipi ipi = { set, zone, lo, hi, false };
 	unsigned int cpu;
 
+	might_sleep();
 	set->nr = 0;
 	cpus_read_lock();
 	for_each_online_cpu(cpu) {
@@ -249,12 +269,19 @@ unsigned long pt_pcp_find(const struct pt_pcp_set *set, unsigned long pfn)
 		else
 			hi = mid;
 	}
-	if (lo) {
+	/*
+	 * The lists are read one CPU after another, so a page may show up on
+	 * one as a single page and inside a larger block on another: look at
+	 * every block starting close enough below to hold @pfn.
+	 */
+	for (; lo; lo--) {
 		const struct pt_pcp_block *b = &set->blocks[lo - 1];
 		unsigned long end = b->pfn + (1UL << b->order);
 
 		if (pfn < end)
 			return end - pfn;
+		if (b->pfn + (1UL << PT_PCP_MAX_ORDER) <= pfn)
+			break;
 	}
 	return 0;
 }

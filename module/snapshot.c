@@ -105,12 +105,13 @@ struct pt_snap_writer {
 	unsigned long		*unsure;	/* to look at again */
 };
 
-/* The largest buddy order: MAX_ORDER - 1 on 6.1, MAX_PAGE_ORDER since 6.8. */
-#ifdef MAX_PAGE_ORDER
-#define PT_MAX_BUDDY_ORDER	MAX_PAGE_ORDER
-#else
-#define PT_MAX_BUDDY_ORDER	(MAX_ORDER - 1)
-#endif
+/*
+ * The largest buddy order, from the free lists' own array: MAX_ORDER
+ * meant one past it before 6.4 and the order itself in 6.4-6.7, and
+ * MAX_PAGE_ORDER took over in 6.8.
+ */
+#define PT_MAX_BUDDY_ORDER	\
+	(ARRAY_SIZE(((struct zone *)NULL)->free_area) - 1)
 
 static void pt_snap_close(struct pt_snap_writer *w)
 {
@@ -215,8 +216,8 @@ enum pt_snap_page { PT_SNAP_FREE, PT_SNAP_USED, PT_SNAP_UNSURE };
  * no free list seen so far is "unsure": pt_snap_slice() looks at the
  * per-CPU lists again once the slice is walked.
  */
-static void pt_snap_decide(struct pt_snap_writer *w, unsigned long pfn,
-			   unsigned long end)
+static void pt_snap_decide(struct pt_snap_writer *w, struct zone *zone,
+			   unsigned long pfn, unsigned long end)
 {
 	while (pfn < end) {
 		struct page *page = pfn_to_online_page(pfn);
@@ -230,6 +231,8 @@ static void pt_snap_decide(struct pt_snap_writer *w, unsigned long pfn,
 		if (!page) {
 			/* A hole or offline memory: the rest of its section. */
 			step = ALIGN(pfn + 1, PAGES_PER_SECTION) - pfn;
+		} else if (page_zone(page) != zone) {
+			/* Another zone's, whose span overlaps: walked with it. */
 		} else if (PageBuddy(page)) {
 			unsigned long order = page_private(page);
 
@@ -239,7 +242,8 @@ static void pt_snap_decide(struct pt_snap_writer *w, unsigned long pfn,
 		} else if (PageHead(page)) {
 			step = compound_nr(page);
 			what = PT_SNAP_USED;
-		} else if (PageTail(page) || page_count(page)) {
+		} else if (PageTail(page) || page_count(page) || PageSlab(page)) {
+			/* A slab page may be frozen (7.x): allocated all the same. */
 			what = PT_SNAP_USED;
 		} else if (w->pcp && !pt_snap_in_free_block(pfn)) {
 			unsigned long left = pt_pcp_find(w->pcp, pfn);
@@ -288,7 +292,7 @@ static void pt_snap_slice(struct pt_snap_writer *w, struct zone *zone,
 	w->slice = pfn;
 	bitmap_zero(w->used, n);
 	bitmap_zero(w->unsure, n);
-	pt_snap_decide(w, pfn, end);
+	pt_snap_decide(w, zone, pfn, end);
 	if (w->pcp && !bitmap_empty(w->unsure, n)) {
 		if (pt_pcp_collect(w->pcp, zone, pfn, end)) {
 			/* No second look: unsure pages stay allocated. */
@@ -461,6 +465,11 @@ int pt_snapshot_build(struct pt_session *sess)
 	struct pt_pcp_set pcp = { };
 	size_t words;
 
+	/* No memory goes away under the walk: memhotplug.c. */
+	if (pt_mem_read_begin()) {
+		pr_info("pagetrace: memory is being offlined: no session until it is done\n");
+		return -EBUSY;
+	}
 	w.used = bitmap_zalloc(PT_SNAP_SLICE, GFP_KERNEL);
 	w.unsure = bitmap_zalloc(PT_SNAP_SLICE, GFP_KERNEL);
 	if (!w.used || !w.unsure)
@@ -485,6 +494,7 @@ int pt_snapshot_build(struct pt_session *sess)
 	kfree(w.ram);
 	bitmap_free(w.unsure);
 	bitmap_free(w.used);
+	pt_mem_read_end();
 
 	sess->snap = w.area;
 	sess->snap_len = w.len;
@@ -498,6 +508,7 @@ free_ranges:
 free_bitmaps:
 	bitmap_free(w.unsure);
 	bitmap_free(w.used);
+	pt_mem_read_end();
 	return -ENOMEM;
 }
 

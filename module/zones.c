@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The populated zones, walked by the header (its zone records), the
+ * snapshot, the zone counters and the per-CPU lists' reading: below them
+ * all, calling nothing of the module.
+ */
+#include <linux/mmzone.h>
+#include <linux/nodemask.h>
+
+#include "pagetrace.h"
+
+/*
+ * The populated zone after @zone (the first one for NULL), or NULL.
+ * for_each_populated_zone() uses symbols modules cannot reach, so walk the
+ * online nodes' zone arrays instead.
+ */
+struct zone *pt_next_zone(struct zone *zone)
+{
+	int nid;
+
+	if (zone) {
+		nid = zone->zone_pgdat->node_id;
+		zone++;
+	} else {
+		nid = first_online_node;
+		zone = NODE_DATA(nid)->node_zones;
+	}
+	for (;;) {
+		for (; zone < NODE_DATA(nid)->node_zones + MAX_NR_ZONES; zone++) {
+			if (populated_zone(zone))
+				return zone;
+		}
+		nid = next_online_node(nid);
+		if (nid >= MAX_NUMNODES)
+			return NULL;
+		zone = NODE_DATA(nid)->node_zones;
+	}
+}
+
+/* How many zones are populated now. */
+unsigned int pt_zones_count(void)
+{
+	struct zone *zone = NULL;
+	unsigned int n = 0;
+
+	while ((zone = pt_next_zone(zone)))
+		n++;
+	return n;
+}
