@@ -33,6 +33,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/nodemask.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
 
@@ -160,27 +161,39 @@ static int pt_nodes_get(char *buf, const struct kernel_param *kp)
 
 static int pt_cgroup_set(const char *val, const struct kernel_param *kp)
 {
-	char path[PT_CGROUP_PATH_MAX];
 	struct cgroup *cgrp;
+	char *path, *p;
+	int ret = 0;
 
 	if (pt_keeps_all(val)) {
 		pt_cgroup_path[0] = '\0';
 		return 0;
 	}
-	if (strscpy(path, val, sizeof(path)) < 0)
-		return pt_bad(kp, val, "a cgroup path shorter than 1024 bytes");
-	strim(path);
-	if (path[0] != '/')
-		return pt_bad(kp, val, "a cgroup v2 path starting with /, as in /proc/PID/cgroup");
-	cgrp = cgroup_get_from_path(path);
+	/* Not on the stack: a path may take a kilobyte. */
+	path = kmalloc(PT_CGROUP_PATH_MAX, GFP_KERNEL);
+	if (!path)
+		return -ENOMEM;
+	if (strscpy(path, val, PT_CGROUP_PATH_MAX) < 0) {
+		ret = pt_bad(kp, val, "a cgroup path shorter than 1024 bytes");
+		goto free_path;
+	}
+	p = strim(path);
+	if (p[0] != '/') {
+		ret = pt_bad(kp, val, "a cgroup v2 path starting with /, as in /proc/PID/cgroup");
+		goto free_path;
+	}
+	cgrp = cgroup_get_from_path(p);
 	if (IS_ERR(cgrp)) {
 		pr_err("pagetrace: %s=%s: no such cgroup in the cgroup v2 hierarchy\n",
 		       kp->name, val);
-		return PTR_ERR(cgrp);
+		ret = PTR_ERR(cgrp);
+		goto free_path;
 	}
 	cgroup_put(cgrp);
-	strscpy(pt_cgroup_path, path, sizeof(pt_cgroup_path));
-	return 0;
+	strscpy(pt_cgroup_path, p, sizeof(pt_cgroup_path));
+free_path:
+	kfree(path);
+	return ret;
 }
 
 static int pt_cgroup_get(char *buf, const struct kernel_param *kp)
@@ -209,27 +222,28 @@ PT_FILTER_PARAM(cgroup, "Keep only events of tasks in this cgroup v2 path or bel
  */
 int pt_filter_setup(struct pt_filter *f)
 {
-	char path[PT_CGROUP_PATH_MAX];
-	struct cgroup *cgrp;
+	struct cgroup *cgrp = NULL;
 	unsigned int type;
 
+	/*
+	 * The cgroup is looked up under the parameters' lock (a mutex: the
+	 * lookup may sleep), so that its path needs no copy on the stack.
+	 */
 	kernel_param_lock(THIS_MODULE);
 	f->types = pt_types;
 	f->orders = pt_orders;
 	f->all_nodes = pt_all_nodes;
 	f->nodes = pt_nodes;
-	strscpy(path, pt_cgroup_path, sizeof(path));
-	kernel_param_unlock(THIS_MODULE);
-
-	if (path[0]) {
-		cgrp = cgroup_get_from_path(path);
-		if (IS_ERR(cgrp)) {
+	if (pt_cgroup_path[0]) {
+		cgrp = cgroup_get_from_path(pt_cgroup_path);
+		if (IS_ERR(cgrp))
 			pr_err("pagetrace: filter_cgroup=%s: the cgroup is gone\n",
-			       path);
-			return PTR_ERR(cgrp);
-		}
-		f->cgrp = cgrp;
+			       pt_cgroup_path);
 	}
+	kernel_param_unlock(THIS_MODULE);
+	if (IS_ERR(cgrp))
+		return PTR_ERR(cgrp);
+	f->cgrp = cgrp;
 	for (type = PAGETRACE_EV_ALLOC; type <= PAGETRACE_EV_RECLAIM; type++)
 		f->keep[type] = f->types & BIT(type) ? f->orders : 0;
 	f->more = !f->all_nodes || f->cgrp;
