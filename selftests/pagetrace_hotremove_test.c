@@ -27,18 +27,6 @@
 #define MEMDIR		"/sys/devices/system/memory"
 #define SESSIONS	12
 
-static int write_state(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 /*
  * A memory block that can go offline now (tried from the highest down,
  * and put back online): its number, its state file in @path; or -1.
@@ -60,9 +48,9 @@ static int offlinable_block(char *path, size_t len)
 	closedir(d);
 	for (int n = top; n > 0 && n > top - 8; n--) {
 		snprintf(path, len, MEMDIR "/memory%d/state", n);
-		if (access(path, W_OK) || write_state(path, "offline"))
+		if (access(path, W_OK) || pt_st_write_file(path, "offline"))
 			continue;
-		if (write_state(path, "online"))
+		if (pt_st_write_file(path, "online"))
 			return -1;
 		return n;
 	}
@@ -75,13 +63,13 @@ static void cycle(const char *path, int done_fd)
 	unsigned int n[2] = { 0, 0 };	/* offlined, refused */
 
 	for (;;) {
-		int ret = write_state(path, "offline");
+		int ret = pt_st_write_file(path, "offline");
 
 		if (!ret)
 			n[0]++;
 		else if (ret == -EBUSY)
 			n[1]++;
-		write_state(path, "online");
+		pt_st_write_file(path, "online");
 		if (write(done_fd, n, sizeof(n)) < 0)
 			_exit(1);
 	}
@@ -138,7 +126,7 @@ TEST(offline_while_tracing)
 	while (read(p[0], v, sizeof(v)) == sizeof(v))
 		memcpy(n, v, sizeof(n));
 	close(p[0]);
-	write_state(path, "online");
+	pt_st_write_file(path, "online");
 	TH_LOG("memory block %d: %u offlines went through, %u refused (EBUSY); %u sessions started, %u refused",
 	       block, n[0], n[1], started, busy);
 	EXPECT_LT(0, started);

@@ -28,21 +28,8 @@
 #include "kselftest_harness.h"
 
 #define DEV		"/dev/pagetrace"
-#define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
 #define MAX_KIDS	64
 #define CLOSE_LIMIT_S	30
-
-static int cpu1_set(bool on)
-{
-	int fd = open(CPU1_ONLINE, O_WRONLY | O_CLOEXEC);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, on ? "1" : "0", 1) == 1 ? 0 : -errno;
-	close(fd);
-	return ret;
-}
 
 /* A child that maps, touches and unmaps 1 MiB in a loop until killed. */
 static void churn(void)
@@ -102,9 +89,9 @@ FIXTURE_SETUP(oc)
 	int ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	self->nkids = 0;
-	if (access(CPU1_ONLINE, W_OK))
-		SKIP(return, "no %s: needs 2 CPUs and CONFIG_HOTPLUG_CPU", CPU1_ONLINE);
-	ASSERT_EQ(0, cpu1_set(true));
+	if (access(PT_ST_CPU1_ONLINE, W_OK))
+		SKIP(return, "no %s: needs 2 CPUs and CONFIG_HOTPLUG_CPU", PT_ST_CPU1_ONLINE);
+	ASSERT_EQ(0, pt_st_cpu1_set(true));
 	/* One-page buffers: one closes every few hundred events. */
 	ASSERT_EQ(0, pt_st_mod_reload("buf_size=4096 nr_bufs=4 flush_ms=10"));
 	for (int i = 0; i < ncpu * 2 && i < MAX_KIDS; i++) {
@@ -123,7 +110,7 @@ FIXTURE_TEARDOWN(oc)
 		kill(self->kids[i], SIGKILL);
 		waitpid(self->kids[i], NULL, 0);
 	}
-	cpu1_set(true);
+	pt_st_cpu1_set(true);
 	pt_st_mod_reload("");
 }
 
@@ -136,12 +123,12 @@ TEST_F_TIMEOUT(oc, close_with_cpu1_down, 600)
 		ASSERT_LE(0, fd) TH_LOG("round %d: open: %s", i, strerror(errno));
 		/* Nobody reads: the buffers fill and close on every CPU. */
 		usleep(50000);
-		ASSERT_EQ(0, cpu1_set(false)) TH_LOG("round %d: offline", i);
+		ASSERT_EQ(0, pt_st_cpu1_set(false)) TH_LOG("round %d: offline", i);
 		usleep(20000);
 		ASSERT_TRUE(close_within(fd, CLOSE_LIMIT_S))
 			TH_LOG("round %d: close() has not returned after %d s with cpu 1 offline",
 			       i, CLOSE_LIMIT_S);
-		ASSERT_EQ(0, cpu1_set(true)) TH_LOG("round %d: online", i);
+		ASSERT_EQ(0, pt_st_cpu1_set(true)) TH_LOG("round %d: online", i);
 	}
 }
 

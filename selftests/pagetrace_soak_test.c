@@ -69,7 +69,6 @@
 #include "kselftest_harness.h"
 
 #define DEV		"/dev/pagetrace"
-#define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
 #define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
 #define KMEMLEAK	"/sys/kernel/debug/kmemleak"
 #define CG_ROOT		"/sys/fs/cgroup"
@@ -78,26 +77,6 @@
 #define SOAK_MNT	"/tmp/pt-soak"
 #define MAX_CPUS	64
 #define NS		1000000000ULL
-
-static long env_long(const char *name, long def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtol(v, NULL, 0) : def;
-}
-
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return n;
-}
 
 /* Read a small file into @buf; the bytes read, or -errno. */
 static ssize_t read_str(const char *path, char *buf, size_t len)
@@ -251,7 +230,7 @@ static void load_cache(struct load_counters *c)
 {
 	for (;;) {
 		if (write_file_mib(SOAK_MNT "/churn", 32) ||
-		    write_str("/proc/sys/vm/drop_caches", "3") ||
+		    pt_st_write_file("/proc/sys/vm/drop_caches", "3") ||
 		    read_file(SOAK_MNT "/churn"))
 			c->errors[LOAD_CACHE]++;
 		unlink(SOAK_MNT "/churn");
@@ -269,7 +248,7 @@ static void load_memcg(struct load_counters *c)
 	char pid[32];
 
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (write_str(CG_SOAK "/cgroup.procs", pid))
+	if (pt_st_write_file(CG_SOAK "/cgroup.procs", pid))
 		_exit(3);
 	for (;;) {
 		if ((c->rounds[LOAD_MEMCG] % 8 == 0 &&
@@ -310,10 +289,10 @@ static void load_thp(struct load_counters *c)
 static void load_hotplug(struct load_counters *c)
 {
 	for (;;) {
-		if (write_str(CPU1_ONLINE, "0"))
+		if (pt_st_write_file(PT_ST_CPU1_ONLINE, "0"))
 			c->errors[LOAD_HOTPLUG]++;
 		sleep(1);
-		if (write_str(CPU1_ONLINE, "1"))
+		if (pt_st_write_file(PT_ST_CPU1_ONLINE, "1"))
 			c->errors[LOAD_HOTPLUG]++;
 		sleep(3);
 		c->rounds[LOAD_HOTPLUG]++;
@@ -373,13 +352,13 @@ static const char *load_setup_cgroup(void)
 	}
 	if (access(CG_ROOT "/cgroup.controllers", F_OK))
 		return "no cgroup v2";
-	write_str(CG_ROOT "/cgroup.subtree_control", "+memory");
+	pt_st_write_file(CG_ROOT "/cgroup.subtree_control", "+memory");
 	rmdir(CG_SOAK);
 	if (mkdir(CG_SOAK, 0755))
 		return "cannot make the cgroup";
-	if (write_str(CG_SOAK "/memory.max", "32M"))
+	if (pt_st_write_file(CG_SOAK "/memory.max", "32M"))
 		return "no memory.max (memory controller)";
-	write_str(CG_SOAK "/memory.swap.max", "0");
+	pt_st_write_file(CG_SOAK "/memory.swap.max", "0");
 	return NULL;
 }
 
@@ -392,7 +371,7 @@ static pid_t load_spawn(struct load *l, int kind)
 	/* Gone with us, whatever way we end. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* The load may be killed under pressure, never the test. */
-	write_str("/proc/self/oom_score_adj", "500");
+	pt_st_write_file("/proc/self/oom_score_adj", "500");
 	switch (kind) {
 	case LOAD_FORK:
 		load_fork(l->ctr);
@@ -433,8 +412,8 @@ static int load_start(struct load *l)
 		l->why_not[LOAD_THP] = "THP not built in (no " THP_ENABLED ")";
 	else if (strstr(thp, "[never]"))
 		l->why_not[LOAD_THP] = "THP disabled (enabled is [never])";
-	if (access(CPU1_ONLINE, W_OK))
-		l->why_not[LOAD_HOTPLUG] = "no " CPU1_ONLINE " (one CPU, or no CONFIG_HOTPLUG_CPU)";
+	if (access(PT_ST_CPU1_ONLINE, W_OK))
+		l->why_not[LOAD_HOTPLUG] = "no " PT_ST_CPU1_ONLINE " (one CPU, or no CONFIG_HOTPLUG_CPU)";
 	l->thp_before = vmstat_get("thp_fault_alloc");
 	for (int k = 0; k < NR_LOADS; k++) {
 		if (l->why_not[k]) {
@@ -464,8 +443,8 @@ static void load_stop(struct load *l)
 		}
 	}
 	/* The hotplug child may have died with CPU 1 offline. */
-	if (!access(CPU1_ONLINE, W_OK))
-		write_str(CPU1_ONLINE, "1");
+	if (!access(PT_ST_CPU1_ONLINE, W_OK))
+		pt_st_write_file(PT_ST_CPU1_ONLINE, "1");
 	rmdir(CG_SOAK);
 	unlink(SOAK_MNT "/churn");
 	unlink(SOAK_MNT "/hog");
@@ -547,11 +526,11 @@ static void kmemleak_scan(char *out, size_t len)
 	out[0] = 0;
 	if (access(KMEMLEAK, W_OK))
 		return;
-	write_str(KMEMLEAK, "scan");
+	pt_st_write_file(KMEMLEAK, "scan");
 	read_str(KMEMLEAK, out, len);
 	/* Reported once: the next session's scan shows only new ones. */
 	if (out[0])
-		write_str(KMEMLEAK, "clear");
+		pt_st_write_file(KMEMLEAK, "clear");
 }
 
 /* ------------------------------------------------------------ sessions */
@@ -1067,7 +1046,7 @@ FIXTURE_SETUP(soak)
 	if (!pt_st_mod_loaded())
 		ASSERT_EQ(0, pt_st_mod_reload(""));
 	/* Under memory pressure the load is the OOM killer's, never us. */
-	write_str("/proc/self/oom_score_adj", "-1000");
+	pt_st_write_file("/proc/self/oom_score_adj", "-1000");
 }
 
 FIXTURE_TEARDOWN(soak)
@@ -1104,8 +1083,8 @@ static void open_close(struct session *s, int n)
 
 TEST_F_TIMEOUT(soak, sessions, 86400)
 {
-	long total = env_long("PT_SOAK_SECONDS", 3600);
-	long per = env_long("PT_SOAK_SESSION_SECONDS", 60);
+	long total = pt_st_env_long("PT_SOAK_SECONDS", 3600);
+	long per = pt_st_env_long("PT_SOAK_SESSION_SECONDS", 60);
 	uint64_t t0 = pt_st_mono_ns(), events = 0, lost = 0, overwritten = 0;
 	uint64_t by_type[4] = { 0 }, missed = 0;
 	unsigned long stalls = 0;

@@ -55,28 +55,7 @@
 #include "kselftest_harness.h"
 
 #define DEV		"/dev/pagetrace"
-#define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
 #define MAX_CPUS	64
-
-static long env_long(const char *name, long def)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtol(v, NULL, 0) : def;
-}
-
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return n;
-}
 
 /* ----------------------------------------------------- the slow reader */
 
@@ -355,7 +334,7 @@ FIXTURE_TEARDOWN(st)
 	free(self->rd.p);
 	/* Leave the module as the next test expects it: loaded, defaults. */
 	pt_st_mod_reload("");
-	write_str(CPU1_ONLINE, "1");
+	pt_st_write_file(PT_ST_CPU1_ONLINE, "1");
 	n = pt_st_kmsg_splats(self->kmsg, splats, sizeof(splats));
 	EXPECT_EQ(0, n) TH_LOG("kernel log:\n%s", splats);
 	close(self->kmsg);
@@ -376,7 +355,7 @@ static void finish(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 
 TEST_F_TIMEOUT(st, storm_slow_reader, 280)
 {
-	long secs = env_long("PT_STRESS_SECONDS", 4);
+	long secs = pt_st_env_long("PT_STRESS_SECONDS", 4);
 	struct storm s;
 	struct tally t = { .watch_cpu = -1 };
 	uint64_t kept, lost;
@@ -409,14 +388,9 @@ TEST_F_TIMEOUT(st, storm_slow_reader, 280)
 	}
 }
 
-static int cpu1_set(bool on)
-{
-	return write_str(CPU1_ONLINE, on ? "1" : "0");
-}
-
 TEST_F_TIMEOUT(st, hotplug, 240)
 {
-	long secs = env_long("PT_STRESS_SECONDS", 4);
+	long secs = pt_st_env_long("PT_STRESS_SECONDS", 4);
 	struct pagetrace_cpu_stats st1[MAX_CPUS], st2[MAX_CPUS];
 	struct pgtrace_reader *r = NULL;
 	struct tally t = { .watch_cpu = 1 };
@@ -424,9 +398,9 @@ TEST_F_TIMEOUT(st, hotplug, 240)
 	unsigned long toggles = 0;
 	struct storm s;
 
-	if (access(CPU1_ONLINE, W_OK))
-		SKIP(return, "no %s: needs 2 CPUs and CONFIG_HOTPLUG_CPU", CPU1_ONLINE);
-	ASSERT_EQ(0, cpu1_set(true));
+	if (access(PT_ST_CPU1_ONLINE, W_OK))
+		SKIP(return, "no %s: needs 2 CPUs and CONFIG_HOTPLUG_CPU", PT_ST_CPU1_ONLINE);
+	ASSERT_EQ(0, pt_st_cpu1_set(true));
 	ASSERT_EQ(0, pt_st_mod_reload("flush_ms=50"));
 	self->fd = open(DEV, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
@@ -437,7 +411,7 @@ TEST_F_TIMEOUT(st, hotplug, 240)
 	ASSERT_EQ(0, pt_st_pin_cpu(1));
 	touch_pages(32);
 	ASSERT_EQ(0, pt_st_pin_cpu(0));
-	ASSERT_EQ(0, cpu1_set(false));
+	ASSERT_EQ(0, pt_st_cpu1_set(false));
 	t_off_done = pt_st_mono_ns();
 	ASSERT_EQ(0, pt_st_stats(self->fd, st1, MAX_CPUS, NULL));
 	/* Timer flushes (and an explicit one) with CPU 1 offline. */
@@ -449,7 +423,7 @@ TEST_F_TIMEOUT(st, hotplug, 240)
 	EXPECT_EQ(st1[1].attempts, st2[1].attempts);
 	EXPECT_EQ(st1[1].events, st2[1].events);
 	t_on_start = pt_st_mono_ns();
-	ASSERT_EQ(0, cpu1_set(true));
+	ASSERT_EQ(0, pt_st_cpu1_set(true));
 	t_on = pt_st_mono_ns();
 	/* 2: the CPU is back with a working writer. */
 	ASSERT_EQ(0, pt_st_pin_cpu(1));
@@ -461,9 +435,9 @@ TEST_F_TIMEOUT(st, hotplug, 240)
 	ASSERT_LT(0, storm_start(&s));
 	t_end = pt_st_mono_ns() + secs * 1000000000ULL;
 	while (pt_st_mono_ns() < t_end) {
-		ASSERT_EQ(0, cpu1_set(false));
+		ASSERT_EQ(0, pt_st_cpu1_set(false));
 		usleep(20000);
-		ASSERT_EQ(0, cpu1_set(true));
+		ASSERT_EQ(0, pt_st_cpu1_set(true));
 		usleep(20000);
 		toggles++;
 	}
@@ -531,7 +505,7 @@ static void sigkill_child(bool use_mmap)
 
 TEST_F_TIMEOUT(st, reader_sigkill, 200)
 {
-	long rounds = env_long("PT_STRESS_KILLS", 20);
+	long rounds = pt_st_env_long("PT_STRESS_KILLS", 20);
 	struct pt_st_trace tr;
 
 	for (long i = 0; i < rounds; i++) {
@@ -574,8 +548,8 @@ static bool in_budget(uint64_t t0, long budget)
 
 TEST_F_TIMEOUT(st, open_close, 30000)
 {
-	long n = env_long("PT_STRESS_OPENS", 10000);
-	long budget = env_long("PT_STRESS_BUDGET", 0);
+	long n = pt_st_env_long("PT_STRESS_OPENS", 10000);
+	long budget = pt_st_env_long("PT_STRESS_BUDGET", 0);
 	uint64_t t0 = pt_st_mono_ns();
 	struct pagetrace_info info;
 	unsigned char hdr[64];
@@ -604,8 +578,8 @@ TEST_F_TIMEOUT(st, open_close, 30000)
 
 TEST_F_TIMEOUT(st, reload, 30000)
 {
-	long n = env_long("PT_STRESS_RELOADS", 100);
-	long budget = env_long("PT_STRESS_BUDGET", 0);
+	long n = pt_st_env_long("PT_STRESS_RELOADS", 100);
+	long budget = pt_st_env_long("PT_STRESS_BUDGET", 0);
 	uint64_t t0 = pt_st_mono_ns();
 	struct pt_st_trace tr;
 	long i;
@@ -666,8 +640,8 @@ static uint64_t storm_session(struct __test_metadata *_metadata, long round)
  */
 TEST_F_TIMEOUT(st, unload_under_storm, 30000)
 {
-	long n = env_long("PT_STRESS_RELOADS", 100);
-	long budget = env_long("PT_STRESS_BUDGET", 0);
+	long n = pt_st_env_long("PT_STRESS_RELOADS", 100);
+	long budget = pt_st_env_long("PT_STRESS_BUDGET", 0);
 	uint64_t t0 = pt_st_mono_ns(), worst = 0;
 	struct storm s;
 	long i;
@@ -705,8 +679,8 @@ TEST_F_TIMEOUT(st, unload_under_storm, 30000)
  */
 TEST_F_TIMEOUT(st, stop_under_storm, 30000)
 {
-	long n = env_long("PT_STRESS_STOPS", 150);
-	long budget = env_long("PT_STRESS_BUDGET", 0);
+	long n = pt_st_env_long("PT_STRESS_STOPS", 150);
+	long budget = pt_st_env_long("PT_STRESS_BUDGET", 0);
 	uint64_t t0 = pt_st_mono_ns(), worst = 0;
 	struct storm s;
 	long i;
@@ -775,15 +749,15 @@ TEST_F_TIMEOUT(st, oom, 280)
 		}
 		if (access(CG "/cgroup.controllers", F_OK))
 			SKIP(return, "no cgroup2 (CONFIG_MEMCG)");
-		write_str(CG "/cgroup.subtree_control", "+memory");
+		pt_st_write_file(CG "/cgroup.subtree_control", "+memory");
 		rmdir(CG_OOM);
 		ASSERT_EQ(0, mkdir(CG_OOM, 0755)) TH_LOG("%s", strerror(errno));
-		ASSERT_EQ(0, write_str(CG_OOM "/memory.max", "48M"));
+		ASSERT_EQ(0, pt_st_write_file(CG_OOM "/memory.max", "48M"));
 		/* Nothing to swap to anyway; no swap keeps it an OOM. */
-		write_str(CG_OOM "/memory.swap.max", "0");
+		pt_st_write_file(CG_OOM "/memory.swap.max", "0");
 	}
 	/* The reader (us) must not be the victim. */
-	ASSERT_EQ(0, write_str("/proc/self/oom_score_adj", "-1000"));
+	ASSERT_EQ(0, pt_st_write_file("/proc/self/oom_score_adj", "-1000"));
 	ASSERT_EQ(0, pt_st_mod_reload(""));
 	self->fd = open(DEV, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
@@ -796,9 +770,9 @@ TEST_F_TIMEOUT(st, oom, 280)
 	if (!pid) {
 		char s[32];
 
-		write_str("/proc/self/oom_score_adj", "1000");
+		pt_st_write_file("/proc/self/oom_score_adj", "1000");
 		snprintf(s, sizeof(s), "%d", getpid());
-		if (!global && write_str(CG_OOM "/cgroup.procs", s))
+		if (!global && pt_st_write_file(CG_OOM "/cgroup.procs", s))
 			_exit(2);
 		hog();
 	}
@@ -851,7 +825,7 @@ static void tmpfs_writer(int i)
 
 TEST_F_TIMEOUT(st, failed_load_under_churn, 600)
 {
-	long n = env_long("PT_STRESS_FAILED_LOADS", 10);
+	long n = pt_st_env_long("PT_STRESS_FAILED_LOADS", 10);
 	pid_t pids[4];
 	long i;
 	int k;

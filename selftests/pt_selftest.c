@@ -169,20 +169,37 @@ int pt_st_set_module_param(const char *module, const char *name,
 			   const char *value)
 {
 	char path[128];
-	ssize_t n;
-	int fd, ret = 0;
 
 	snprintf(path, sizeof(path), "/sys/module/%s/parameters/%s", module, name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
+	return pt_st_write_file(path, value);
+}
+
+int pt_st_write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+	ssize_t n;
+
 	if (fd < 0)
 		return -errno;
-	n = write(fd, value, strlen(value));
+	n = write(fd, s, strlen(s));
 	if (n < 0)
 		ret = -errno;
-	else if (n != (ssize_t)strlen(value))
+	else if (n != (ssize_t)strlen(s))
 		ret = -EIO;
 	close(fd);
 	return ret;
+}
+
+long pt_st_env_long(const char *name, long def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtol(v, NULL, 0) : def;
+}
+
+int pt_st_cpu1_set(bool on)
+{
+	return pt_st_write_file(PT_ST_CPU1_ONLINE, on ? "1" : "0");
 }
 
 const void *pt_st_header_record(const void *stream, size_t len, uint32_t type,

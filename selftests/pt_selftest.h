@@ -56,6 +56,16 @@ int pt_st_set_hook(const char *hook);
  * the open or write (a value the module refuses is -EINVAL).
  */
 int pt_st_set_param(const char *name, const char *value);
+
+/* pt_st_write_file() - write @s to the file @path (sysfs, procfs): 0 or -errno. */
+int pt_st_write_file(const char *path, const char *s);
+
+/* pt_st_env_long() - the environment variable @name as a number, or @def. */
+long pt_st_env_long(const char *name, long def);
+
+/* pt_st_cpu1_set() - CPU 1 online (@on) or offline: 0 or -errno. */
+#define PT_ST_CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
+int pt_st_cpu1_set(bool on);
 /* The same for a parameter of any @module (pagetrace_gt.ko's, say). */
 int pt_st_set_module_param(const char *module, const char *name,
 			   const char *value);
