@@ -30,20 +30,6 @@
 #include "clock.h"
 #include "pagetrace.h"
 
-/*
- * Pages on the zone's per-CPU free lists of @cpu.  The lists' struct has
- * been the zone's per_cpu_pageset since 5.14; before, it sat inside the
- * per-CPU pageset with the vmstat deltas (PT_HAVE_PCP_PAGESET, Kbuild).
- */
-static unsigned long pt_pcp_pages(struct zone *zone, unsigned int cpu)
-{
-#ifdef PT_HAVE_PCP_PAGESET
-	return READ_ONCE(per_cpu_ptr(zone->per_cpu_pageset, cpu)->count);
-#else
-	return READ_ONCE(per_cpu_ptr(zone->pageset, cpu)->pcp.count);
-#endif
-}
-
 /**
  * pt_counters_size - bytes of a struct pagetrace_rec_counters
  * @nr_zones: entries it has room for
@@ -69,7 +55,7 @@ size_t pt_counters_size(unsigned int nr_zones)
 void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
 {
 	struct zone *zone = NULL;
-	unsigned int n = 0, cpu;
+	unsigned int n = 0;
 
 	memset(rec, 0, pt_counters_size(max));
 	rec->time_ns = pt_le64(pt_clock_now());
@@ -77,11 +63,7 @@ void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
 		return;
 	while (n < max && (zone = pt_next_zone(zone))) {
 		struct pagetrace_zone_counters *z = &rec->zones[n++];
-		unsigned long pcp = 0;
-
-		/* An offline CPU's lists are drained, but not before it is. */
-		for_each_possible_cpu(cpu)
-			pcp += pt_pcp_pages(zone, cpu);
+		unsigned long pcp = pt_zone_pcp_pages(zone);
 		z->node = pt_le32(zone_to_nid(zone));
 		z->zone = pt_le32(zone_idx(zone));
 		z->present_pages = pt_le64(zone->present_pages);

@@ -80,7 +80,15 @@ static bool pt_pcp_add(struct pt_pcp_set *set, unsigned long pfn,
 }
 
 /* What the lists would hold: now, and as much again. */
-static unsigned long pt_pcp_room(void);
+static unsigned long pt_pcp_room(void)
+{
+	struct zone *zone = NULL;
+	unsigned long n = 0;
+
+	while ((zone = pt_next_zone(zone)))
+		n += pt_zone_pcp_pages(zone);
+	return 2 * n + 1024;
+}
 
 /**
  * pt_pcp_alloc - room for the blocks of every per-CPU list
@@ -107,19 +115,6 @@ static unsigned int pt_pcp_order(unsigned int pindex)
 	if (pindex < NR_LOWORDER_PCP_LISTS)
 		return pindex / MIGRATE_PCPTYPES;
 	return PT_PCP_MAX_ORDER;
-}
-
-static unsigned long pt_pcp_room(void)
-{
-	struct zone *zone = NULL;
-	unsigned long n = 0;
-	unsigned int cpu;
-
-	while ((zone = pt_next_zone(zone)))
-		for_each_online_cpu(cpu)
-			n += READ_ONCE(per_cpu_ptr(zone->per_cpu_pageset,
-						   cpu)->count);
-	return 2 * n + 1024;
 }
 
 /**
@@ -173,18 +168,6 @@ int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
 	return 0;
 }
 #elif defined(PT_PCP_READABLE)
-static unsigned long pt_pcp_room(void)
-{
-	struct zone *zone = NULL;
-	unsigned long n = 0;
-	unsigned int cpu;
-
-	while ((zone = pt_next_zone(zone)))
-		for_each_online_cpu(cpu)
-			n += READ_ONCE(per_cpu_ptr(zone->pageset, cpu)->pcp.count);
-	return 2 * n + 1024;
-}
-
 struct pt_pcp_ipi {
 	struct pt_pcp_set	*set;
 	struct zone		*zone;

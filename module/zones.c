@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The populated zones, walked by the header (its zone records), the
- * snapshot, the zone counters and the per-CPU lists' reading: below them
- * all, calling nothing of the module.
+ * snapshot, the zone counters and the per-CPU lists' reading, and the
+ * pages on a zone's per-CPU lists: below them all, calling nothing of
+ * the module.
  */
+#include <linux/cpumask.h>
 #include <linux/mmzone.h>
+#include <linux/percpu.h>
 #include <linux/nodemask.h>
 
 #include "pagetrace.h"
@@ -45,5 +48,26 @@ unsigned int pt_zones_count(void)
 
 	while ((zone = pt_next_zone(zone)))
 		n++;
+	return n;
+}
+
+/*
+ * Pages on @zone's per-CPU free lists, every CPU's: an offline CPU's
+ * lists are drained, but not before it is.  The lists' struct has been
+ * the zone's per_cpu_pageset since 5.14; before, it sat inside the
+ * per-CPU pageset with the vmstat deltas (PT_HAVE_PCP_PAGESET, Kbuild).
+ */
+unsigned long pt_zone_pcp_pages(struct zone *zone)
+{
+	unsigned long n = 0;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+#ifdef PT_HAVE_PCP_PAGESET
+		n += READ_ONCE(per_cpu_ptr(zone->per_cpu_pageset, cpu)->count);
+#else
+		n += READ_ONCE(per_cpu_ptr(zone->pageset, cpu)->pcp.count);
+#endif
+	}
 	return n;
 }
