@@ -64,6 +64,7 @@ void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
 	while (n < max && (zone = pt_next_zone(zone))) {
 		struct pagetrace_zone_counters *z = &rec->zones[n++];
 		unsigned long pcp = pt_zone_pcp_pages(zone);
+
 		z->node = pt_le32(zone_to_nid(zone));
 		z->zone = pt_le32(zone_idx(zone));
 		z->present_pages = pt_le64(zone->present_pages);
