@@ -236,8 +236,14 @@ struct pt_hook {
 	  .calls = &pt_contig_rh }
 
 static const struct pt_hook pt_hook_table[] = {
-	PT_TP_STACKS(PT_ROLE_ALLOC, "mm_page_alloc", pt_tp_alloc,
-		     pt_tp_alloc_stacks),
+	/*
+	 * Not PT_TP_STACKS(..., pt_tp_alloc_stacks) yet: on 7.3 the stacks
+	 * unwound from that probe's frame missed the allocating module's
+	 * frames (pagetrace_pprof_test, make check at 56c8ea7), where 6.1's
+	 * did not.  Sampled stacks are taken from here until that is
+	 * understood (stacks.c).
+	 */
+	PT_TP(PT_ROLE_ALLOC, "mm_page_alloc", pt_tp_alloc),
 	PT_ALLOC(0, "__alloc_frozen_pages_noprof"),
 	PT_ALLOC(1, "__alloc_pages_noprof"),
 	PT_ALLOC(2, "__alloc_pages"),
