@@ -103,6 +103,11 @@ TEST_F_TIMEOUT(pp, record_symbols_pprof, 240)
 	snprintf(want, sizeof(want), "pfn=0x%" PRIx64 " npages=%" PRIu64 " ", pfn, npages);
 	f = fopen(DUMP, "re");
 	ASSERT_NE(NULL, f);
+	/*
+	 * Every sampled allocation of the page, until one passes through the
+	 * module: the page may also have been allocated, and sampled, by
+	 * someone else during the recording (seen on 7.3).
+	 */
 	while (fgets(line, sizeof(line), f)) {
 		if (in_stack && !strncmp(line, "#   0x", 6)) {
 			char *name = strchr(line + 6, ' ');
@@ -116,9 +121,13 @@ TEST_F_TIMEOUT(pp, record_symbols_pprof, 240)
 			continue;
 		}
 		in_stack = false;
+		if (through_gt)
+			continue;
 		if (strstr(line, " alloc ") && strstr(line, want) && strstr(line, " stack=")) {
-			in_stack = !seen;
+			in_stack = true;
 			seen = true;
+			frames = 0;
+			first[0] = '\0';
 		}
 	}
 	fclose(f);
