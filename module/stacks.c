@@ -41,8 +41,8 @@
  *    does for its kprobe call chains.  At a function's entry the first
  *    frame is the function itself; at its return (a kretprobe) the first
  *    frame is the function, then the return address in its caller.
- *  - a tracepoint whose probe kept its frame (pt_tp_alloc_stacks(), the
- *    probe a sampling session registers): unwinding from registers made
+ *  - a tracepoint whose probe kept its frame (pt_tp_alloc_stacks(); not
+ *    registered for now, see the hook table in hooks.c): unwinding from registers made
  *    of that frame, past this module's frames; the first frame is the
  *    return address into the tracepoint's caller (the allocator, or
  *    __traceiter_mm_page_alloc() when other tracers share the tracepoint).
