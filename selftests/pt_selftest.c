@@ -360,6 +360,35 @@ int pt_st_pagemap_pfn(const void *addr, uint64_t *pfn)
 	return 0;
 }
 
+uint64_t pt_st_mark(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t pfn;
+
+	if (p == MAP_FAILED)
+		return 0;
+	/* Left mapped: its PFN must not be freed and reused before it is looked up. */
+	p[0] = 1;
+	return pt_st_pagemap_pfn(p, &pfn) ? 0 : pfn;
+}
+
+uint64_t pt_st_mark_time(const struct pt_st_trace *t, uint64_t pfn)
+{
+	uint64_t when = 0;
+	size_t i;
+
+	for (i = 0; pfn && i < t->nr; i++) {
+		const struct pgtrace_event *ev = &t->ev[i];
+
+		if (ev->type == PGTRACE_EV_ALLOC && pfn >= ev->pfn &&
+		    pfn < ev->pfn + ev->npages && ev->time_ns > when)
+			when = ev->time_ns;
+	}
+	return when;
+}
+
 uint64_t pt_st_mono_ns(void)
 {
 	struct timespec ts;

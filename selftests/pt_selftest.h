@@ -105,6 +105,20 @@ uint64_t pt_st_mono_ns(void);
 uint64_t pt_st_mono_to_trace(const struct pagetrace_header *h, uint64_t mono);
 
 /*
+ * Marks on the trace clock itself, for windows that must be exact: the
+ * header's pair maps CLOCK_MONOTONIC to the trace clock only at the
+ * session start, and where the kernel has marked the TSC unstable (TCG,
+ * often) local_clock() follows CLOCK_MONOTONIC from tick to tick only,
+ * straying from it by milliseconds in between.  pt_st_mark() faults in a
+ * fresh anonymous page, left mapped, and returns its PFN (0 if it cannot);
+ * once the trace is collected, pt_st_mark_time() is the time of that
+ * page's last allocation in it, 0 if there is none.  A window between two
+ * marks taken on one CPU holds every event that CPU recorded between them.
+ */
+uint64_t pt_st_mark(void);
+uint64_t pt_st_mark_time(const struct pt_st_trace *t, uint64_t pfn);
+
+/*
  * Loading and unloading pagetrace.ko ($PAGETRACE_KO, else ./pagetrace.ko
  * if present, else modprobe pagetrace): 0 or -errno; @params is the
  * module's parameters, "name=value" separated by spaces, or NULL.  pt_st_mod_reload() unloads it if loaded,
