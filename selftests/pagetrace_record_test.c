@@ -8,7 +8,8 @@
  * and a file that ends at a chunk boundary and decodes cleanly; a flight
  * recorder dumps on SIGUSR1 and at the stop, its seq gaps decode, and the
  * module's default parameters are back afterwards.  The file ends with the
- * kernel's zone counters at the stop.  pagetrace top reads the mapped
+ * kernel's zone counters at the stop, and pagetrace report's table sets
+ * them beside the trace's count, none off.  pagetrace top reads the mapped
  * session live and shows our task.  Runs as root with
  * pagetrace.ko loaded (skips otherwise, and without the CLI).
  */
@@ -174,6 +175,54 @@ TEST_F_TIMEOUT(rec, duration, 120)
 	ASSERT_TRUE(self->d.found_alloc);
 }
 
+/*
+ * pagetrace report of /tmp/pt-cmd.bin (@r, drained) checks the trace against
+ * the kernel: its table has a row per zone at start and at stop with the
+ * kernel's count from the stream, and none of them is marked off (more
+ * than 0.1% and 2 pages apart).
+ */
+static void check_report_counts(struct __test_metadata *_metadata,
+				FIXTURE_DATA(rec) *self, struct pgtrace_reader *r)
+{
+	char *argv[] = { NULL, "report", "/tmp/pt-cmd.bin", "-o", "/tmp/pt-cmd.html", NULL };
+	static const char * const at[2] = { "start", "stop" };
+	const struct pgtrace_zone *zones;
+	unsigned int nz = pgtrace_reader_zones(r, &zones);
+	struct pt_st_buf html = { 0 };
+	char row[160];
+	int rfd, st;
+	pid_t pid;
+
+	pid = rec_start(self, argv, &rfd);
+	ASSERT_LT(0, pid);
+	st = rec_wait(self, pid, rfd);
+	ASSERT_EQ(0, st) TH_LOG("pagetrace report: %s", self->out);
+	ASSERT_EQ(0, load_file("/tmp/pt-cmd.html", &html));
+	unlink("/tmp/pt-cmd.html");
+	pt_st_buf_add(&html, "", 1);
+	EXPECT_NE(NULL, strstr((char *)html.p, "id=\"tab-kernel-counts\""));
+	for (unsigned int w = 0; w < 2; w++) {
+		const struct pgtrace_kernel_counters *k = pgtrace_reader_kernel_counters(r, w);
+
+		for (unsigned int j = 0; k && j < k->nr_zones; j++) {
+			const struct pgtrace_zone_counters *z = &k->zones[j];
+			const char *name = NULL;
+
+			for (unsigned int i = 0; i < nz; i++)
+				if (zones[i].node == z->node && zones[i].zone == z->zone)
+					name = zones[i].name;
+			ASSERT_NE(NULL, name);
+			snprintf(row, sizeof(row), "<tr><td>%s</td><td>%u/%s</td><td>%lld</td>",
+				 at[w], z->node, name,
+				 (long long)pgtrace_zone_counters_in_use(z));
+			EXPECT_NE(NULL, strstr((char *)html.p, row)) TH_LOG("no row %s", row);
+		}
+	}
+	EXPECT_EQ(NULL, strstr((char *)html.p, "<tr class=\"off\">"))
+		TH_LOG("%s", strstr((char *)html.p, "<tr class=\"off\">"));
+	pt_st_buf_free(&html);
+}
+
 /* Recording a command stops when it exits, with its events in the file. */
 TEST_F_TIMEOUT(rec, command, 120)
 {
@@ -191,7 +240,6 @@ TEST_F_TIMEOUT(rec, command, 120)
 	TH_LOG("%s", self->out);
 	ASSERT_EQ(0, st);
 	ASSERT_EQ(0, load_file("/tmp/pt-cmd.bin", &self->b));
-	unlink("/tmp/pt-cmd.bin");
 	pt_st_count_stream(&self->b, &self->d, 0);
 	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
 	for (int cpu = 0; cpu < PT_ST_MAX_CPUS; cpu++)
@@ -210,8 +258,10 @@ TEST_F_TIMEOUT(rec, command, 120)
 		EXPECT_EQ(0, ret) TH_LOG("%s", pgtrace_reader_error(r));
 		EXPECT_NE(NULL, pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_START));
 		EXPECT_NE(NULL, pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_STOP));
+		check_report_counts(_metadata, self, r);
 		pgtrace_reader_close(r);
 	}
+	unlink("/tmp/pt-cmd.bin");
 }
 
 /*

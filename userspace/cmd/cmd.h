@@ -42,6 +42,8 @@ int stats_reclaim(struct pgtrace_reader *r, const char *path, bool json, bool li
 void fmt_ns(char *buf, uint64_t ns);
 void stats_kernel_counts(const struct pgtrace_reader *r, const struct pgtrace_analysis *a,
 			 bool json);
+/* The same check as a section of the HTML report (kcounts.c). */
+void report_kernel_counts(FILE *f, const struct pgtrace_reader *r, const struct pgtrace_analysis *a);
 
 /*
  * Per-process totals (bytask.c), collected by an analysis run with

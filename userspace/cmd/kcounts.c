@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pagetrace stats: the trace's pages in use against the kernel's own count,
- * per zone, when the session started and when it stopped.
+ * The trace's pages in use against the kernel's own count, per zone, when
+ * the session started and when it stopped: printed by pagetrace stats (text
+ * or JSON) and drawn as a table by pagetrace report.
  *
  * The kernel's count is present - free - per-CPU lists (the module reads
  * them: struct pagetrace_rec_counters); the trace's is the snapshot plus
@@ -13,6 +14,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include "cmd.h"
 
 /* The analysis' zone with @node and @zone, or -1. */
@@ -122,4 +124,79 @@ void stats_kernel_counts(const struct pgtrace_reader *r, const struct pgtrace_an
 			print_one_text(a, k[w], w, start_ns);
 	if (!k[PGTRACE_KERNEL_COUNTERS_STOP])
 		printf("  at stop: not in the trace (recorded without pagetrace record's stop)\n");
+}
+
+/*
+ * One zone at one end: a table row, marked "off" when the two are more than
+ * 0.1% and more than 2 pages apart (the selftests' tolerance: the allocator
+ * runs on other CPUs while the module reads the counters).
+ */
+static void html_row(FILE *f, const struct pgtrace_analysis *a, const struct pgtrace_zone_counters *z,
+		     unsigned int which, const char *at)
+{
+	int i = find_zone(a, z->node, z->zone);
+	int64_t kern = pgtrace_zone_counters_in_use(z), tr, diff;
+	double pct;
+
+	if (i < 0) {
+		fprintf(f, "<tr><td>%s</td><td>%u/%u</td><td>%" PRId64
+			"</td><td colspan=\"3\">no zone record (hot-added?)</td></tr>\n",
+			at, z->node, z->zone, kern);
+		return;
+	}
+	tr = (int64_t)trace_in_use(a, i, which);
+	diff = tr - kern;
+	pct = kern ? 100.0 * (double)diff / (double)kern : 0.0;
+	fprintf(f, "<tr%s><td>%s</td><td>%u/%s</td><td>%" PRId64 "</td><td>%" PRId64
+		"</td><td>%+" PRId64 "</td><td>%.3f%%</td></tr>\n",
+		llabs(diff) * 1000 > (kern > 0 ? kern : 0) && llabs(diff) > 2 ? " class=\"off\"" : "",
+		at, z->node, a->zones[i].name, kern, tr, diff, pct);
+}
+
+/**
+ * report_kernel_counts() - the check as a section of the HTML report
+ * @f: the page being written
+ * @r: the reader, drained
+ * @a: its analysis, in time order
+ *
+ * Section sec-kernel-counts, table tab-kernel-counts: one row per zone and
+ * end of the session, marked class "off" (red) when the two counts are more
+ * than 0.1% and 2 pages apart.  A pagetrace stream without the counters says so;
+ * a Go trace gets no section.
+ */
+void report_kernel_counts(FILE *f, const struct pgtrace_reader *r, const struct pgtrace_analysis *a)
+{
+	const struct pgtrace_kernel_counters *k[2] = {
+		pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_START),
+		pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_STOP),
+	};
+	static const char * const at[2] = { "start", "stop" };
+
+	if (!pgtrace_reader_header(r)->header_size)
+		return;
+	if (!a->counters_marked)
+		k[PGTRACE_KERNEL_COUNTERS_START] = NULL;
+	fprintf(f, "<section id=\"sec-kernel-counts\">\n"
+		"<h2>Pages in use: the kernel's count against the trace's</h2>\n");
+	if (!k[0] && !k[1]) {
+		fprintf(f, "<p>This trace holds none of the kernel's counters to check it"
+			" against (recorded by a module older than the zone counters).</p>\n"
+			"</section>\n");
+		return;
+	}
+	fprintf(f, "<p>Per zone: the kernel's pages in use (present - free - on per-CPU"
+		" lists, read by the module) and the trace's (snapshot + allocations - frees -"
+		" reclaims up to the same instant). A trace that lost nothing agrees to within"
+		" what the allocator did while the counters were read; rows more than 0.1%%"
+		" and 2 pages apart are in red.</p>\n"
+		"<table class=\"tasks\" id=\"tab-kernel-counts\">\n<tr><th>at</th><th>zone</th>"
+		"<th>kernel</th><th>trace</th><th>difference</th><th>%%</th></tr>\n");
+	for (unsigned int w = 0; w < 2; w++)
+		for (unsigned int j = 0; k[w] && j < k[w]->nr_zones; j++)
+			html_row(f, a, &k[w]->zones[j], w, at[w]);
+	fprintf(f, "</table>\n");
+	if (!k[PGTRACE_KERNEL_COUNTERS_STOP])
+		fprintf(f, "<p>At stop: not in the trace (recorded without pagetrace record's"
+			" stop).</p>\n");
+	fprintf(f, "</section>\n");
 }

@@ -20,7 +20,9 @@
  * (tab-reclaim-tasks) and by the allocation's sampled stack
  * (tab-reclaim-stacks, traces with stacks), how long they lived
  * (fig-reclaim-life), and the pages whose allocation the trace does not
- * hold, counted apart.
+ * hold, counted apart.  Last, for pagetrace streams, the trace checked
+ * against the kernel's own count of pages in use per zone
+ * (sec-kernel-counts, cmd/kcounts.c).
  *
  * Everything is binned to a fixed size (the heatmap is at most 800 x 400
  * cells, an inline PNG), so the page stays well under 2 MiB however large
@@ -793,7 +795,8 @@ static const char css[] =
 	".zt{text-anchor:end;font-weight:bold;paint-order:stroke;stroke:#fff;stroke-width:3px}table.sum th{text-align:left;padding-right:16px}"
 	"h2{font-size:14px}table.tasks{border-collapse:collapse}"
 	"table.tasks td,table.tasks th{padding:2px 10px;border-bottom:1px solid #ddd}"
-	"table.tasks td{text-align:right}table.tasks td:nth-child(2){text-align:left}";
+	"table.tasks td{text-align:right}table.tasks td:nth-child(2){text-align:left}"
+	"tr.off td{color:#c00;font-weight:bold}";
 
 int cmd_report(int argc, char **argv)
 {
@@ -896,6 +899,7 @@ int cmd_report(int argc, char **argv)
 	if (hooks.tasks)
 		table_tasks(f, r, hooks.tasks);
 	section_reclaim(f, r, &rc);
+	report_kernel_counts(f, r, &a);
 	fprintf(f, "</body></html>\n");
 	close_trace(r, fd);
 	if (fflush(f) || ferror(f)) {
