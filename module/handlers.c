@@ -295,21 +295,6 @@ void notrace pt_tp_alloc(void *data, struct page *page, unsigned int order,
 		pt_alloc_page(page, order, NULL);
 }
 
-/*
- * The same, for a session that samples stacks: its frame lets the stack
- * be unwound from the code that fired the tracepoint, past this module's
- * own frames (stacks.c).  A probe of its own, so that the plain one keeps
- * no frame pointer.
- */
-void notrace pt_tp_alloc_stacks(void *data, struct page *page,
-				unsigned int order, gfp_t gfp, int migratetype)
-{
-	struct pt_origin origin = { .tp_frame = __builtin_frame_address(0) };
-
-	if (page)
-		pt_alloc_page(page, order, &origin);
-}
-
 /* Tracepoint mm_page_free(page, order) */
 void notrace pt_tp_free(void *data, struct page *page, unsigned int order)
 {

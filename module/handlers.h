@@ -64,8 +64,6 @@ extern struct page *pt_check_page;
 extern atomic_t pt_check_frees;
 
 /* Tracepoints (the tracepoint backend). */
-void notrace pt_tp_alloc_stacks(void *data, struct page *page,
-				unsigned int order, gfp_t gfp, int migratetype);
 void notrace pt_tp_alloc(void *data, struct page *page, unsigned int order,
 			 gfp_t gfp, int migratetype);
 void notrace pt_tp_free(void *data, struct page *page, unsigned int order);

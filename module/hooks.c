@@ -205,14 +205,10 @@ struct pt_hook {
 	size_t			data_size;
 	struct rethook		**calls;	/* published: "Calls in flight" */
 	void			*tp_probe;	/* PT_TRACEPOINT */
-	void			*tp_probe_stacks; /* the same, sampling stacks */
 };
 
 #define PT_TP(role, sym, probe)						\
 	{ role, 0, PT_ON_TP, PT_TRACEPOINT, sym, .tp_probe = probe }
-#define PT_TP_STACKS(role, sym, probe, probe_stacks)			\
-	{ role, 0, PT_ON_TP, PT_TRACEPOINT, sym, .tp_probe = probe,	\
-	  .tp_probe_stacks = probe_stacks }
 #define PT_KP(role, alt, on, sym, handler)				\
 	{ role, alt, on, PT_KPROBE, sym, .pre = handler }
 #define PT_ALLOC(alt, sym)						\
@@ -236,13 +232,6 @@ struct pt_hook {
 	  .calls = &pt_contig_rh }
 
 static const struct pt_hook pt_hook_table[] = {
-	/*
-	 * Not PT_TP_STACKS(..., pt_tp_alloc_stacks) yet: on 7.3 the stacks
-	 * unwound from that probe's frame missed the allocating module's
-	 * frames (pagetrace_pprof_test, make check at 56c8ea7), where 6.1's
-	 * did not.  Sampled stacks are taken from here until that is
-	 * understood (stacks.c).
-	 */
 	PT_TP(PT_ROLE_ALLOC, "mm_page_alloc", pt_tp_alloc),
 	PT_ALLOC(0, "__alloc_frozen_pages_noprof"),
 	PT_ALLOC(1, "__alloc_pages_noprof"),
@@ -377,7 +366,6 @@ static struct pt_probe {
 	struct kprobe		kp;
 	struct kretprobe	rp;
 	struct tracepoint	*tp;
-	void			*tp_probe;	/* the hook's, as registered */
 	bool			registered;
 } pt_probes[PT_MAX_HOOKS];
 static unsigned int pt_nr_probes;
@@ -827,7 +815,7 @@ static int pt_probe_register(struct pt_probe *p)
 		break;
 	case PT_TRACEPOINT:
 		p->tp = pt_tp_find(h->symbol);
-		ret = p->tp ? tracepoint_probe_register(p->tp, p->tp_probe,
+		ret = p->tp ? tracepoint_probe_register(p->tp, p->hook->tp_probe,
 							NULL) : -ENOENT;
 		pt_have_tracepoints |= !ret;
 		break;
@@ -870,7 +858,7 @@ static void pt_probes_unregister(void)
 			rps[nr++] = &p->rp;
 			break;
 		case PT_TRACEPOINT:
-			tracepoint_probe_unregister(p->tp, p->tp_probe,
+			tracepoint_probe_unregister(p->tp, p->hook->tp_probe,
 						    NULL);
 			break;
 		}
@@ -885,15 +873,13 @@ static void pt_probes_unregister(void)
 /**
  * pt_hooks_register - attach the probes of the backend hook= asks for
  * @backend: PAGETRACE_BACKEND_*, from pt_hooks_backend()
- * @stacks: the session samples call stacks (the alloc tracepoint then gets
- *	    the probe that keeps its frame: pt_tp_alloc_stacks())
  * @uncovered: on success, PAGETRACE_UNCOVERED_*: what the session's hooks
  *	       cannot see (never anything without partial=1)
  *
  * Return: 0, or the first error after undoing what was attached; the
  * kernel log names the symbol that failed.
  */
-int pt_hooks_register(unsigned int backend, bool stacks, u32 *uncovered)
+int pt_hooks_register(unsigned int backend, u32 *uncovered)
 {
 	bool partial = READ_ONCE(pt_partial);
 	const struct pt_choice *chosen;
@@ -910,11 +896,6 @@ int pt_hooks_register(unsigned int backend, bool stacks, u32 *uncovered)
 	for (pt_nr_probes = 0; chosen[pt_nr_probes].hook; pt_nr_probes++) {
 		pt_probes[pt_nr_probes].hook = chosen[pt_nr_probes].hook;
 		pt_probes[pt_nr_probes].int3 = chosen[pt_nr_probes].int3;
-		/* A session sampling stacks gets the probe that helps take them. */
-		pt_probes[pt_nr_probes].tp_probe =
-			stacks && chosen[pt_nr_probes].hook->tp_probe_stacks ?
-			chosen[pt_nr_probes].hook->tp_probe_stacks :
-			chosen[pt_nr_probes].hook->tp_probe;
 	}
 	for (i = 0; i < pt_nr_probes; i++) {
 		ret = pt_probe_register(&pt_probes[i]);

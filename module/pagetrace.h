@@ -67,7 +67,6 @@ struct vm_area_struct;
 struct pt_origin {
 	struct pt_regs	*regs;
 	unsigned long	func;
-	unsigned long	*tp_frame;
 };
 
 /* pt_cpu.checks: what the fast path tests besides room and time. */
@@ -424,7 +423,7 @@ void pt_snapshot_free(struct pt_session *sess);
 /* hooks.c */
 unsigned int pt_hooks_backend(void);
 int pt_hooks_init(void);
-int pt_hooks_register(unsigned int backend, bool stacks, u32 *uncovered);
+int pt_hooks_register(unsigned int backend, u32 *uncovered);
 void pt_hooks_unregister(void);
 unsigned long pt_hooks_missed(void);
 

@@ -173,8 +173,7 @@ int pt_session_start(struct pt_session **out)
 		goto free_stop_counters;
 
 	pt_writers_publish(sess);
-	ret = pt_hooks_register(sess->backend, !!sess->stack_rate,
-				&sess->uncovered);
+	ret = pt_hooks_register(sess->backend, &sess->uncovered);
 	if (ret)
 		goto clear_writers;
 	pt_header_set_backend(sess);

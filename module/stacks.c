@@ -41,13 +41,12 @@
  *    does for its kprobe call chains.  At a function's entry the first
  *    frame is the function itself; at its return (a kretprobe) the first
  *    frame is the function, then the return address in its caller.
- *  - a tracepoint whose probe kept its frame (pt_tp_alloc_stacks(); not
- *    registered for now, see the hook table in hooks.c): unwinding from registers made
- *    of that frame, past this module's frames; the first frame is the
- *    return address into the tracepoint's caller (the allocator, or
- *    __traceiter_mm_page_alloc() when other tracers share the tracepoint).
- *  - another tracepoint: from here, with this module's own frames
- *    dropped; the first frame is then inside the function that fired it.
+ *  - a tracepoint: from here, with this module's own frames dropped; the
+ *    first frame is then inside the function that fired it.  (Unwinding
+ *    from registers made of the probe's own frame would skip the ORC
+ *    lookups in this module's tables, the dearest part; on 7.3 such
+ *    stacks lost the allocating module's frames, where 6.1's did not,
+ *    and that way was given up until it is understood.)
  */
 #include <asm/unwind.h>
 #include <linux/jhash.h>
@@ -156,26 +155,6 @@ static unsigned int pt_stack_take(struct pt_stacks *st,
 		if (o->func)
 			f[n++] = o->func;
 		return pt_stack_unwind(f, n, o->regs, cut);
-	}
-
-	/*
-	 * A tracepoint probe that kept its frame: the registers of the code
-	 * that fired the tracepoint, as they are when the probe returns to
-	 * it: the instruction after the call, the stack pointer above the
-	 * return address, the frame pointer the probe saved.  Unwinding from
-	 * there skips this module's frames, whose ORC lookups (in a module's
-	 * tables) cost the most; the frames are those of the code below.
-	 */
-	if (o && o->tp_frame) {
-		struct pt_regs regs = {
-			.ip = o->tp_frame[1],
-			.sp = (unsigned long)(o->tp_frame + 2),
-			.bp = o->tp_frame[0],
-			.cs = __KERNEL_CS,
-			.flags = X86_EFLAGS_FIXED,
-		};
-
-		return pt_stack_unwind(f, 0, &regs, cut);
 	}
 
 	/*
