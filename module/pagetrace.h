@@ -60,9 +60,7 @@ struct vm_area_struct;
 /*
  * Where an allocation was hooked, for its call stack (stacks.c): the
  * probe's registers (NULL in a tracepoint, which has none) and, for a
- * probe on a function's return, the function's address; for a tracepoint
- * probe, its own frame (its saved frame pointer, then its return address
- * into the code that fired the tracepoint), or NULL.
+ * probe on a function's return, the function's address.
  */
 struct pt_origin {
 	struct pt_regs	*regs;
