@@ -321,6 +321,13 @@ struct pagetrace_rec_filter {
  * PAGETRACE_IOC_COUNTERS and appended by the recorder, at most once.
  */
 #define PAGETRACE_CHUNK_COUNTERS	_BITUL(3)
+/*
+ * The session's clock was PAGETRACE_CLOCK_TSC and went over to
+ * local_clock() before the system suspended or hibernated: set on every
+ * chunk closed from then on.  Times stay local_clock() nanoseconds and in
+ * order on each CPU; decoders need do nothing about it.
+ */
+#define PAGETRACE_CHUNK_CLOCK_LOCAL	_BITUL(4)
 
 /**
  * struct pagetrace_chunk - the 32-byte header of every chunk

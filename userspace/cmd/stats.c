@@ -13,6 +13,8 @@
  *   other_order      events whose npages is not a power of two
  *   chunks           all chunks, snapshot_chunks included
  *   snapshot_chunks  chunks flagged PAGETRACE_CHUNK_SNAPSHOT
+ *   clock_local_chunks  chunks flagged PAGETRACE_CHUNK_CLOCK_LOCAL (the
+ *                    session left the TSC for local_clock() at a suspend)
  *   lost             sum of the chunks' lost fields
  *   seq_gaps         times a CPU's chunk seq jumped (flight recorder mode)
  *   missing_chunks   chunks those jumps skipped
@@ -218,11 +220,13 @@ static void print_json(const struct pagetrace_header *h, const struct pgtrace_an
 		sep = ", ";
 	}
 	printf("}, \"other_order\": %" PRIu64 ", \"chunks\": %" PRIu64
-	       ", \"snapshot_chunks\": %" PRIu64 ", \"lost\": %" PRIu64
+	       ", \"snapshot_chunks\": %" PRIu64 ", \"clock_local_chunks\": %" PRIu64
+	       ", \"lost\": %" PRIu64
 	       ", \"seq_gaps\": %" PRIu64 ", \"missing_chunks\": %" PRIu64
 	       ", \"tasks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"first_ns\": %" PRId64
 	       ", \"last_ns\": %" PRId64 ", \"duration_ns\": %" PRId64 ", \"cpus\": [",
-	       s->other_order, s->chunks, s->snapshot_chunks, s->lost, s->seq_gaps,
+	       s->other_order, s->chunks, s->snapshot_chunks, s->clock_local_chunks, s->lost,
+	       s->seq_gaps,
 	       s->missing_chunks, s->tasks, s->bytes, first, last, last - first);
 	for (unsigned int c = 0; c < s->nr_cpus; c++) {
 		const struct pgtrace_cpu_stats *cs = &s->cpus[c];
@@ -376,6 +380,10 @@ static void print_text(const struct pagetrace_header *h, const struct pgtrace_an
 	}
 	printf("chunks:          %" PRIu64 " (%" PRIu64 " snapshot)\n", s->chunks,
 	       s->snapshot_chunks);
+	if (s->clock_local_chunks)
+		printf("clock:           TSC, then local_clock() (the system slept during the"
+		       " session): %" PRIu64 " chunks closed after the change\n",
+		       s->clock_local_chunks);
 	printf("lost:            %" PRIu64 "\n", s->lost);
 	printf("seq gaps:        %" PRIu64 " (%" PRIu64 " chunks missing)\n", s->seq_gaps,
 	       s->missing_chunks);

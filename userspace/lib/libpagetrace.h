@@ -468,6 +468,8 @@ struct pgtrace_cpu_stats {
  *	     higher CPUs came by (Go traces), up to PGTRACE_GO_MAX_P
  * @first_ns, @last_ns: earliest and latest event time (valid if events)
  * @no_cpu: events and chunks with cpu PGTRACE_CPU_NONE (Go: logged without a P)
+ * @clock_local_chunks: chunks flagged PAGETRACE_CHUNK_CLOCK_LOCAL: a session
+ *	on the TSC went over to local_clock() before the system slept
  */
 struct pgtrace_stats {
 	uint64_t		events;
@@ -477,6 +479,7 @@ struct pgtrace_stats {
 	uint64_t		other_order;
 	uint64_t		chunks;
 	uint64_t		snapshot_chunks;
+	uint64_t		clock_local_chunks;
 	uint64_t		lost;
 	uint64_t		seq_gaps;
 	uint64_t		missing_chunks;

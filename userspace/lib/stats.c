@@ -84,6 +84,8 @@ void pgtrace_stats_add_chunk(struct pgtrace_stats *s, const struct pgtrace_chunk
 	s->chunks++;
 	if (c->flags & PAGETRACE_CHUNK_SNAPSHOT)
 		s->snapshot_chunks++;
+	if (c->flags & PAGETRACE_CHUNK_CLOCK_LOCAL)
+		s->clock_local_chunks++;
 	s->lost += c->lost;
 	if (c->missing) {
 		s->seq_gaps++;

@@ -133,6 +133,38 @@ TEST_F(cli, stats)
 	EXPECT_TRUE(strstr(o, "duration:        2.000000000 s\n") != NULL);
 }
 
+/* Chunks closed after the session left the TSC are counted and said. */
+TEST_F(cli, stats_clock_local)
+{
+	struct synth s;
+	char path[128];
+	const char *o;
+
+	synth_init(&s, 2, 4096, 0);
+	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 0x1a2b3, 1);
+	synth_flush(&s, 0, PAGETRACE_CHUNK_FLUSHED);
+	synth_event(&s, 0, 2 * SEC, PAGETRACE_EV_FREE, 0x1a2b3, 1);
+	synth_flush(&s, 0, PAGETRACE_CHUNK_FLUSHED | PAGETRACE_CHUNK_CLOCK_LOCAL);
+	synth_event(&s, 1, 3 * SEC, PAGETRACE_EV_ALLOC, 0x10, 1);
+	synth_flush(&s, 1, PAGETRACE_CHUNK_CLOCK_LOCAL);
+	snprintf(path, sizeof(path), "%s/clock.pt", dir);
+	write_file(path, s.buf, s.len);
+	synth_free(&s);
+
+	ASSERT_EQ(0, run("stats --json clock.pt"));
+	o = slurp(dir, "out");
+	EXPECT_TRUE(strstr(o, "\"snapshot_chunks\": 0, \"clock_local_chunks\": 2, ") != NULL)
+		TH_LOG("%s", o);
+	ASSERT_EQ(0, run("stats clock.pt"));
+	o = slurp(dir, "out");
+	EXPECT_TRUE(strstr(o, "\nclock:           TSC, then local_clock() (the system slept"
+			      " during the session): 2 chunks closed after the change\n") != NULL)
+		TH_LOG("%s", o);
+	/* A trace without the flag says nothing about it. */
+	ASSERT_EQ(0, run("stats ok.pt"));
+	EXPECT_EQ(NULL, strstr(slurp(dir, "out"), "\nclock:"));
+}
+
 TEST_F(cli, corrupt)
 {
 	char want[256];
