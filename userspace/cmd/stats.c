@@ -20,8 +20,15 @@
  *   missing_chunks   chunks those jumps skipped
  *   tasks            task records
  *   bytes            stream bytes, header included
- *   first_ns         first event, ns since start_ns (may be < 0), 0 if none
- *   last_ns          last event, ns since start_ns, 0 if none
+ *   first_ns         first event outside snapshot chunks, ns since start_ns;
+ *                    0 if none.  May be a little below 0: event times are
+ *                    rounded down to 128 ns, and one CPU's clock may be a
+ *                    little behind the one that took start_ns.  Snapshot
+ *                    events are left out: they are stamped with start_ns
+ *                    rounded down to 128 ns, not with a time anything
+ *                    happened at (format.rst, Timing rules)
+ *   last_ns          last event outside snapshot chunks, ns since start_ns,
+ *                    0 if none
  *   duration_ns      last_ns - first_ns
  *   cpus             [{"cpu", "events", "chunks", "lost", "seq_gaps",
  *                      "missing_chunks"}] one entry per CPU < nr_cpus

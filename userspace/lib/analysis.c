@@ -109,7 +109,10 @@ static int arrive_run(struct pgtrace_analysis *a, uint32_t cpu, uint16_t chunk_f
 	struct queue *q;
 	int ret;
 
-	add_run(a, evs, n, cpu, m->bin_early && !snap, m->all_cpus_known && !snap);
+	if (snap)
+		pgtrace_stats_add_snapshot_run(&a->stats, evs, n, cpu);
+	else
+		add_run(a, evs, n, cpu, m->bin_early, m->all_cpus_known);
 	if (m->p.flags & PGTRACE_ANALYSIS_UNORDERED) {
 		pgtrace_count_run(a, evs, n, snap);
 		return 0;
@@ -401,8 +404,7 @@ int pgtrace_analysis_collect(struct pgtrace_reader *r, struct pgtrace_analysis *
 		a->stats.nr_cpus = pgtrace_reader_header(r)->nr_cpus;
 	a->stats.tasks = pgtrace_reader_counters(r)->tasks;
 	a->stats.bytes = pgtrace_reader_counters(r)->bytes;
-	if (!a->stats.events)
-		a->stats.first_ns = 0;
+	pgtrace_stats_end_times(&a->stats, pgtrace_reader_header(r)->start_ns);
 	return ret;
 }
 

@@ -192,6 +192,11 @@ void pgtrace_stats_add_run(struct pgtrace_stats *s, const struct pgtrace_compact
 /* The same for a run in time order (of a v1 stream): a little faster. */
 void pgtrace_stats_add_sorted_run(struct pgtrace_stats *s, const struct pgtrace_compact_event *evs, unsigned int n,
 			     uint32_t cpu);
+/* The same for a snapshot chunk's run: counted, but outside first_ns/last_ns. */
+void pgtrace_stats_add_snapshot_run(struct pgtrace_stats *s, const struct pgtrace_compact_event *evs,
+				    unsigned int n, uint32_t cpu);
+/* first_ns and last_ns once every event is in: see struct pgtrace_stats. */
+void pgtrace_stats_end_times(struct pgtrace_stats *s, uint64_t start_ns);
 /*
  * The chunk that the next pgtrace_reader_next_run() decodes, started if need be
  * (its callback runs): 1, 0 at the end of the stream, or an error;

@@ -466,7 +466,13 @@ struct pgtrace_cpu_stats {
  * @other_order: events whose npages is not a power of two
  * @nr_cpus: entries in @cpus: the header's nr_cpus, more if events of
  *	     higher CPUs came by (Go traces), up to PGTRACE_GO_MAX_P
- * @first_ns, @last_ns: earliest and latest event time (valid if events)
+ * @first_ns, @last_ns: earliest and latest event time outside snapshot
+ *	chunks (valid if events; both the header's start_ns if every event is
+ *	a snapshot one).  Snapshot events are stamped with start_ns rounded
+ *	down to 128 ns, a time at which nothing happened: they would put
+ *	first_ns up to 127 ns before the start for no reason.  first_ns may
+ *	still be a little before start_ns: times are rounded down to 128 ns,
+ *	and CPUs' clocks may differ a little (format.rst, Timing rules)
  * @no_cpu: events and chunks with cpu PGTRACE_CPU_NONE (Go: logged without a P)
  * @clock_local_chunks: chunks flagged PAGETRACE_CHUNK_CLOCK_LOCAL: a session
  *	on the TSC went over to local_clock() before the system slept

@@ -71,6 +71,8 @@ void pgtrace_stats_add_event(struct pgtrace_stats *s, const struct pgtrace_event
 	cs = cpu_stats(s, ev->cpu);
 	if (cs)
 		cs->events++;
+	if (ev->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT)
+		return;
 	if (ev->time_ns < s->first_ns)
 		s->first_ns = ev->time_ns;
 	if (ev->time_ns > s->last_ns)
@@ -156,6 +158,24 @@ void pgtrace_stats_add_sorted_run(struct pgtrace_stats *s, const struct pgtrace_
 	add_run(s, evs, n, cpu, true);
 }
 
+void pgtrace_stats_add_snapshot_run(struct pgtrace_stats *s, const struct pgtrace_compact_event *evs,
+				    unsigned int n, uint32_t cpu)
+{
+	uint64_t first = s->first_ns, last = s->last_ns;
+
+	add_run(s, evs, n, cpu, false);
+	s->first_ns = first;
+	s->last_ns = last;
+}
+
+void pgtrace_stats_end_times(struct pgtrace_stats *s, uint64_t start_ns)
+{
+	if (!s->events)
+		s->first_ns = s->last_ns = 0;
+	else if (s->first_ns == UINT64_MAX)
+		s->first_ns = s->last_ns = start_ns;
+}
+
 int pgtrace_stats_collect(struct pgtrace_reader *r, struct pgtrace_stats *s)
 {
 	/* Big enough to amortise the call, small enough to stay in L1/L2. */
@@ -167,15 +187,18 @@ int pgtrace_stats_collect(struct pgtrace_reader *r, struct pgtrace_stats *s)
 	if (ret)
 		return ret;
 	pgtrace_reader_set_chunk_cb(r, chunk_cb, s);
-	while ((ret = pgtrace_reader_next_run(r, evs, 256, &c)) > 0)
-		pgtrace_stats_add_run(s, evs, ret, c->cpu);
+	while ((ret = pgtrace_reader_next_run(r, evs, 256, &c)) > 0) {
+		if (c->flags & PAGETRACE_CHUNK_SNAPSHOT)
+			pgtrace_stats_add_snapshot_run(s, evs, ret, c->cpu);
+		else
+			pgtrace_stats_add_run(s, evs, ret, c->cpu);
+	}
 	pgtrace_reader_set_chunk_cb(r, NULL, NULL);
 	/* Growth doubles; report only the CPUs (Go: Ps) the trace has. */
 	if (s->nr_cpus > pgtrace_reader_header(r)->nr_cpus)
 		s->nr_cpus = pgtrace_reader_header(r)->nr_cpus;
 	s->tasks = pgtrace_reader_counters(r)->tasks;
 	s->bytes = pgtrace_reader_counters(r)->bytes;
-	if (!s->events)
-		s->first_ns = 0;
+	pgtrace_stats_end_times(s, pgtrace_reader_header(r)->start_ns);
 	return ret;
 }
