@@ -268,6 +268,13 @@ struct task_stats *by_task_list(const struct by_task *b, size_t *n)
 	return list;
 }
 
+void by_task_each(struct by_task *b, void (*fn)(struct task_stats *t, void *arg), void *arg)
+{
+	for (size_t i = 0; i < b->tcap; i++)
+		if (b->tasks[i].used)
+			fn(&b->tasks[i], arg);
+}
+
 void by_task_free(struct by_task *b)
 {
 	if (!b)

@@ -55,6 +55,8 @@ struct task_stats {
 	uint64_t	events[4];	/* by PGTRACE_EV_* */
 	uint64_t	pages[4];
 	uint64_t	in_use;		/* pages it allocated still in use */
+	/* convert --to perfetto: in_use when last written to its log */
+	uint64_t	sampled;
 	bool		used;
 };
 struct by_task;
@@ -65,6 +67,8 @@ void by_task_change(uint64_t time_ns, uint64_t pfn, uint64_t npages, int sign,
 /* The tasks, most pages allocated first: malloc'ed, *n entries; NULL if no memory. */
 struct task_stats *by_task_list(const struct by_task *b, size_t *n);
 void by_task_free(struct by_task *b);
+/* Call @fn on every task seen so far, in no order; it may change ->sampled. */
+void by_task_each(struct by_task *b, void (*fn)(struct task_stats *t, void *arg), void *arg);
 /* A task's name for tables: its comm, "[kernel]", "[unknown]" or "?". */
 const char *task_name(const struct pgtrace_reader *r, int64_t tgid);
 

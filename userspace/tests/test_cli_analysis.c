@@ -118,7 +118,8 @@ TEST_F(an, perfetto)
 		"import json, sys\n"
 		"d = json.load(open(sys.argv[1]))\n"
 		"ev = d[\"traceEvents\"]\n"
-		"c = [e for e in ev if e[\"ph\"] == \"C\"]\n"
+		/* pid 1: zones and orders; tasks and rates: test_perfetto.c */
+		"c = [e for e in ev if e[\"ph\"] == \"C\" and e[\"pid\"] == 1]\n"
 		"print(\"counters\", len(c), \"tracks\", len(set(e[\"name\"] for e in c)))\n"
 		"z = [e for e in c if e[\"name\"] == \"pages in use: node0 DMA32\"]\n"
 		"print(\"dma32\", [(e[\"ts\"], e[\"args\"][\"pages\"]) for e in z])\n"
@@ -145,7 +146,8 @@ TEST_F(an, perfetto)
 		     "order0 [(0.896, 1), (3.072, 0)]\n"
 		     "bursts [('reclaim burst', 2.944, 'g', {'pages': 68, 'events': 2,"
 		     " 'duration_ns': 128})]\n"
-		     "meta ['pagetrace'] 6.1.0-synth ns\n", slurp(dir, "py"));
+		     "meta ['pagetrace', 'pages in use by task', 'events per second']"
+		     " 6.1.0-synth ns\n", slurp(dir, "py"));
 	/*
 	 * A higher burst threshold drops it.  With 1 us samples, the 4 pages
 	 * from +1920 to +2944 are not seen (+1920 is in the interval of
@@ -157,7 +159,8 @@ TEST_F(an, perfetto)
 		     "dma32 [(0.896, 1), (1.408, 0), (3.072, 0)]\n"
 		     "order0 [(0.896, 1), (1.408, 0), (3.072, 0)]\n"
 		     "bursts []\n"
-		     "meta ['pagetrace'] 6.1.0-synth ns\n", slurp(dir, "py"));
+		     "meta ['pagetrace', 'pages in use by task', 'events per second']"
+		     " 6.1.0-synth ns\n", slurp(dir, "py"));
 	ASSERT_EQ(0, RUN("convert --to perfetto --interval 0 -o t.json t.pt"));
 	ASSERT_EQ(0, PY(prog, "t.json"));
 	EXPECT_STREQ("counters 46 tracks 38\n"
@@ -165,7 +168,8 @@ TEST_F(an, perfetto)
 		     "order0 [(0.896, 1), (1.408, 0), (3.072, 0)]\n"
 		     "bursts [('reclaim burst', 2.944, 'g', {'pages': 68, 'events': 2,"
 		     " 'duration_ns': 128})]\n"
-		     "meta ['pagetrace'] 6.1.0-synth ns\n", slurp(dir, "py"));
+		     "meta ['pagetrace', 'pages in use by task', 'events per second']"
+		     " 6.1.0-synth ns\n", slurp(dir, "py"));
 }
 
 TEST_F(an, stats_json)
