@@ -155,9 +155,16 @@ static int gt_match_all(struct __test_metadata *_metadata,
 
 		if (used[i] || ev->cpu != cpu ||
 		    ev->time_ns + GT_SLACK_NS + err < lo ||
-		    ev->time_ns > hi + err || gt_next_life(t, i))
+		    ev->time_ns > hi + err)
 			continue;
 		for (k = 0; k < n; k++) {
+			if (gt_matches(ev, &e[k]) && gt_next_life(t, i)) {
+				TH_LOG("%s: %s pfn=%" PRIu64 " at %" PRIu64
+				       ": the page's next life, not a duplicate",
+				       e[k].op, pgtrace_event_type_name(ev->type),
+				       ev->pfn, ev->time_ns);
+				break;
+			}
 			if (gt_matches(ev, &e[k])) {
 				bad++;
 				TH_LOG("%s: duplicate %s pfn=%" PRIu64
