@@ -19,6 +19,13 @@
  * every CPU, THAW) or the stop (STOP, dump).  The file's header has
  * PAGETRACE_FLAG_OVERWRITE, and seq gaps mark what was overwritten.
  *
+ * Triggers (--trigger, flight recorder only): -o names a directory, and
+ * each time a trigger fires (trigger.c: oom, psi, signal), after --post
+ * seconds more of recording, the snapshot goes to a new file there with a
+ * JSON sidecar saying which trigger fired, when, and the span the trace
+ * covers (trigger_file.c).  Nothing is written at the stop unless a
+ * trigger is waiting out its --post.
+ *
  * The file is only ever extended by whole chunks; if a write fails (ENOSPC)
  * it is truncated back to the last complete one, so it stays a valid trace.
  */
@@ -43,12 +50,14 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include "cmd.h"
+#include "trigger.h"
 
 #define DEV		"/dev/pagetrace"
 #define PARAMS		"/sys/module/pagetrace/parameters/"
 #define STATUS_MS	500
 #define MAX_NR_BUFS	4096		/* module/session.c: nr_bufs range */
 #define MAX_BUF_SIZE	(16U << 20)	/* module/session.c: buf_size range */
+#define DEFAULT_KEEP	(64ULL << 20)	/* --trigger: kept in all, all CPUs */
 
 struct rec {
 	/* options */
@@ -59,6 +68,12 @@ struct rec {
 	bool		quiet;
 	bool		json;
 	char		**cmd;
+	struct trigger	trig[TRIGGER_MAX];
+	int		nr_trig;
+	bool		trig_signal;	/* --trigger signal */
+	uint64_t	keep;		/* --keep, all CPUs together */
+	double		post;		/* --post seconds */
+	unsigned int	max_files;	/* --max-files, 0: no limit */
 
 	/* the session */
 	int		dev;
@@ -81,6 +96,15 @@ struct rec {
 	pid_t		child;
 	int		child_status;	/* as from waitpid(), -1 if none */
 	struct timespec	start;
+
+	/* triggers */
+	const struct trigger *pending;	/* fired, waiting out --post */
+	char		pending_detail[256];
+	double		pending_at;	/* elapsed() when it fired */
+	uint64_t	pending_mono;	/* CLOCK_MONOTONIC ns then */
+	unsigned int	coalesced;	/* firings while one was pending */
+	unsigned int	dumps;		/* trigger files written */
+	uint64_t	dump_bytes;
 };
 
 static volatile sig_atomic_t got_stop, got_usr1, got_chld;
@@ -99,7 +123,9 @@ static void record_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pagetrace record [-o FILE] [-d SECONDS] [--buffer-size SIZE]\n"
-		"                        [--flight-recorder] [-q] [--json] [-- COMMAND [ARGS]]\n\n"
+		"                        [--flight-recorder] [-q] [--json] [-- COMMAND [ARGS]]\n"
+		"       pagetrace record --flight-recorder --trigger EXPR [--trigger EXPR...]\n"
+		"                        -o DIR [--keep SIZE] [--post SECS] [--max-files N]\n\n"
 		"Record page allocations and frees from /dev/pagetrace (root) into FILE\n"
 		"(default trace.bin, - for stdout) until Ctrl-C, SECONDS, or COMMAND exits.\n\n"
 		"  -o, --output FILE      where to write the v1 stream\n"
@@ -109,7 +135,15 @@ static void record_usage(FILE *f)
 		"  -f, --flight-recorder  keep only the newest SIZE per CPU; SIGUSR1 dumps a\n"
 		"                         snapshot, the stop dumps the last one\n"
 		"  -q, --quiet            no status line, no summary (warnings still)\n"
-		"      --json             the summary as one JSON object on stdout\n");
+		"      --json             the summary as one JSON object on stdout\n"
+		"  -t, --trigger EXPR     (flight recorder) write a trace file to DIR each\n"
+		"                         time EXPR fires: oom (an OOM kill), signal\n"
+		"                         (SIGUSR1), psi=some|full:STALL_US/WINDOW_US[@CGROUP]\n"
+		"                         (memory pressure, system-wide or of a cgroup v2)\n"
+		"      --keep SIZE        with --trigger: keep about SIZE in all (default\n"
+		"                         64M), split over the CPUs\n"
+		"      --post SECS        with --trigger: record SECS more before writing\n"
+		"      --max-files N      with --trigger: keep only the newest N files in DIR\n");
 }
 
 static double elapsed(const struct rec *r)
@@ -430,10 +464,9 @@ static const char *human(uint64_t n, char *buf, size_t len)
 	return buf;
 }
 
-/* Flight recorder: dump the newest chunks of every CPU now. */
-static int snapshot(struct rec *r)
+/* FREEZE, write the newest chunks of every CPU, THAW: 0 or -1 (reported). */
+static int freeze_drain(struct rec *r)
 {
-	uint64_t before = r->file_off;
 	int ret;
 
 	if (ioctl(r->dev, PAGETRACE_IOC_FREEZE)) {
@@ -446,6 +479,15 @@ static int snapshot(struct rec *r)
 			strerror(errno));
 		ret = -1;
 	}
+	return ret;
+}
+
+/* Flight recorder: dump the newest chunks of every CPU now. */
+static int snapshot(struct rec *r)
+{
+	uint64_t before = r->file_off;
+	int ret = freeze_drain(r);
+
 	if (!ret) {
 		r->snapshots++;
 		if (!r->quiet && !r->json) {
@@ -510,8 +552,9 @@ static void status(struct rec *r, double *last_t, uint64_t *last_events)
 	*last_events = t.events;
 	if (r->flight)
 		fprintf(stderr, "\rpagetrace: %7.1f s  %10.0f events/s  %" PRIu64
-			" chunks overwritten  %u snapshots  lost %" PRIu64 "   ",
-			now, rate, t.overwritten, r->snapshots, t.lost);
+			" chunks overwritten  %u %s  lost %" PRIu64 "   ",
+			now, rate, t.overwritten, r->nr_trig ? r->dumps : r->snapshots,
+			r->nr_trig ? "files" : "snapshots", t.lost);
 	else
 		fprintf(stderr, "\rpagetrace: %7.1f s  %10.0f events/s  %8.1f MiB  lost %"
 			PRIu64 "   ", now, rate, r->file_off / 1048576.0, t.lost);
@@ -569,11 +612,11 @@ static void summary(struct rec *r, double secs)
 		       "\"events_per_s\": %.0f, \"mib_per_s\": %.3f, "
 		       "\"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f, "
 		       "\"buffer_size_per_cpu\": %" PRIu64 ", \"nr_cpus\": %u, "
-		       "\"command_status\": %d, \"error\": ",
+		       "\"trigger_files\": %u, \"command_status\": %d, \"error\": ",
 		       r->flight ? "flight" : "stream", r->stopped_by, secs,
 		       t.events, t.lost, t.overwritten, r->snapshots, r->chunks,
 		       r->file_off, t.events / secs, mib / secs, user, sys, ring,
-		       r->meta->nr_cpus,
+		       r->meta->nr_cpus, r->dumps,
 		       r->child_status < 0 ? -1 :
 		       WIFEXITED(r->child_status) ? WEXITSTATUS(r->child_status) :
 		       128 + WTERMSIG(r->child_status));
@@ -586,7 +629,12 @@ static void summary(struct rec *r, double secs)
 			"in %" PRIu64 " chunks to %s (%.1f MiB/s); recorder CPU %.2f s user, "
 			"%.2f s sys\n", t.events, secs, t.events / secs, mib, r->chunks,
 			r->path, mib / secs, user, sys);
-		if (r->flight)
+		if (r->nr_trig)
+			fprintf(stderr, "pagetrace: flight recorder: %u trigger file(s) in %s, "
+				"each the newest %s per CPU at most; %" PRIu64 " chunks were "
+				"overwritten before a dump\n", r->dumps, r->path,
+				human(ring, hb, sizeof(hb)), t.overwritten);
+		else if (r->flight)
 			fprintf(stderr, "pagetrace: flight recorder: %u snapshot(s) plus the "
 				"final dump, each the newest %s per CPU; %" PRIu64
 				" chunks were overwritten before a dump\n", r->snapshots,
@@ -611,17 +659,24 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		{ "flight-recorder", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "trigger", required_argument, NULL, 't' },
+		{ "keep", required_argument, NULL, 'K' },
+		{ "post", required_argument, NULL, 'P' },
+		{ "max-files", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *end;
+	bool output = false;
+	char *end, err[256];
+	unsigned long n;
 	int c;
 
 	/* '+': stop at the first non-option, COMMAND's own options are its. */
-	while ((c = getopt_long(argc, argv, "+o:d:b:fqh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:d:b:fqt:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			r->path = optarg;
+			output = true;
 			break;
 		case 'd':
 			r->duration = strtod(optarg, &end);
@@ -648,6 +703,46 @@ static int parse_args(struct rec *r, int argc, char **argv)
 		case 'j':
 			r->json = true;
 			break;
+		case 't':
+			if (r->nr_trig == TRIGGER_MAX) {
+				fprintf(stderr, "pagetrace: at most %d --trigger\n", TRIGGER_MAX);
+				return -1;
+			}
+			if (trigger_parse(optarg, &r->trig[r->nr_trig], err, sizeof(err))) {
+				fprintf(stderr, "pagetrace: --trigger: %s\n", err);
+				return -1;
+			}
+			if (r->trig[r->nr_trig].kind == TRIGGER_SIGNAL)
+				r->trig_signal = true;
+			r->nr_trig++;
+			break;
+		case 'K':
+			r->keep = parse_size(optarg);
+			if (!r->keep) {
+				fprintf(stderr, "pagetrace: --keep %s: not a size (e.g. 64M)\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'P':
+			r->post = strtod(optarg, &end);
+			if (*end || end == optarg || !(r->post >= 0 && r->post <= 3600)) {
+				fprintf(stderr, "pagetrace: --post %s: not a number of seconds "
+					"from 0 to 3600\n", optarg);
+				return -1;
+			}
+			break;
+		case 'M':
+			errno = 0;
+			n = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || optarg[0] == '-' || !n ||
+			    n > 1000000) {
+				fprintf(stderr, "pagetrace: --max-files %s: not a number of files "
+					"from 1 to 1000000\n", optarg);
+				return -1;
+			}
+			r->max_files = n;
+			break;
 		case 'h':
 			record_usage(stdout);
 			exit(0);
@@ -658,6 +753,83 @@ static int parse_args(struct rec *r, int argc, char **argv)
 	}
 	if (optind < argc)
 		r->cmd = argv + optind;
+	if (!r->nr_trig) {
+		if (r->keep || r->post || r->max_files) {
+			fprintf(stderr, "pagetrace: --keep, --post and --max-files go with "
+				"--trigger\n");
+			return -1;
+		}
+		return 0;
+	}
+	/* A trigger only makes sense with the history the flight recorder keeps. */
+	r->flight = true;
+	if (!output || !strcmp(r->path, "-")) {
+		fprintf(stderr, "pagetrace: --trigger writes one file per trigger: give "
+			"the directory for them with -o DIR\n");
+		return -1;
+	}
+	if (r->keep && r->buffer_size) {
+		fprintf(stderr, "pagetrace: --keep (in all) and --buffer-size (per CPU) say "
+			"the same thing: give one\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * --keep SIZE (default DEFAULT_KEEP) in all: the per-CPU ring size, within
+ * what the module takes (2 pages .. MAX_NR_BUFS x MAX_BUF_SIZE per CPU).
+ */
+static void keep_to_buffer_size(struct rec *r)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	uint64_t page = sysconf(_SC_PAGESIZE), per_cpu;
+
+	if (r->buffer_size || !r->nr_trig)
+		return;
+	if (ncpu < 1)
+		ncpu = 1;
+	per_cpu = (r->keep ? r->keep : DEFAULT_KEEP) / ncpu / page * page;
+	if (per_cpu < 2 * page)
+		per_cpu = 2 * page;
+	if (per_cpu > (uint64_t)MAX_NR_BUFS * MAX_BUF_SIZE)
+		per_cpu = (uint64_t)MAX_NR_BUFS * MAX_BUF_SIZE;
+	r->buffer_size = per_cpu;
+}
+
+/* The directory for trigger files: made if missing, must be writable. */
+static int open_trigger_dir(struct rec *r)
+{
+	struct stat st;
+
+	if (mkdir(r->path, 0755) && errno != EEXIST) {
+		fprintf(stderr, "pagetrace: %s: cannot make the directory: %s\n", r->path,
+			strerror(errno));
+		return -1;
+	}
+	if (stat(r->path, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "pagetrace: %s: not a directory (--trigger writes one file "
+			"per trigger into -o DIR)\n", r->path);
+		return -1;
+	}
+	if (access(r->path, W_OK | X_OK)) {
+		fprintf(stderr, "pagetrace: %s: cannot write there: %s\n", r->path,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int arm_triggers(struct rec *r)
+{
+	char err[TRIGGER_PATH_MAX + 256];
+
+	for (int i = 0; i < r->nr_trig; i++) {
+		if (trigger_arm(&r->trig[i], err, sizeof(err))) {
+			fprintf(stderr, "pagetrace: --trigger: %s\n", err);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -762,13 +934,154 @@ static int write_header(struct rec *r)
 	return 0;
 }
 
-/* Sleep until a chunk is ready (stream mode), a signal, or @ms. */
-static void wait_for_work(struct rec *r, int ms, const sigset_t *waitmask)
+static uint64_t clock_ns(clockid_t id)
 {
-	struct pollfd pfd = { .fd = r->dev, .events = r->flight ? 0 : POLLIN };
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	struct timespec ts;
 
-	ppoll(&pfd, 1, &ts, waitmask);
+	clock_gettime(id, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * A trigger fired (r->pending) and its --post is over: the newest chunks
+ * of every CPU go to a new file in the directory r->path, with its JSON
+ * sidecar; then the oldest files beyond --max-files go.  0, or -1 when
+ * recording cannot go on (a failed write or ioctl, reported).
+ */
+static int trigger_dump(struct rec *r)
+{
+	const char *dir = r->path;
+	int64_t mono_to_real = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+	char bin[TRIGGER_PATH_MAX + 64], err[256], hb[32];
+	struct trigger_span span;
+	struct trigger_record rec = {
+		.t = r->pending, .bin = bin, .detail = r->pending_detail,
+		.n = r->dumps + 1, .coalesced = r->coalesced, .post_s = r->post,
+		.fired_mono_ns = r->pending_mono, .mono_to_real_ns = mono_to_real,
+		.span = &span,
+	};
+	int ret;
+
+	if (trigger_file_path(bin, sizeof(bin), dir, r->pending, rec.n,
+			      (int64_t)(r->pending_mono + mono_to_real) / 1000000000)) {
+		fprintf(stderr, "pagetrace: %s: the directory's name is too long\n", dir);
+		return -1;
+	}
+	r->out = open(bin, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (r->out < 0) {
+		fprintf(stderr, "pagetrace: %s: cannot write: %s\n", bin, strerror(errno));
+		return -1;
+	}
+	/* write_failed() names r->path: the file, while it is written. */
+	r->path = bin;
+	r->file_off = 0;
+	rec.frozen_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	ret = write_header(r) || freeze_drain(r) ? -1 : 0;
+	if (!ret && fsync(r->out) && errno != EINVAL) {
+		fprintf(stderr, "pagetrace: %s: %s\n", bin, strerror(errno));
+		ret = -1;
+	}
+	if (close(r->out) && !ret) {
+		fprintf(stderr, "pagetrace: %s: %s\n", bin, strerror(errno));
+		ret = -1;
+	}
+	r->out = -1;
+	r->path = dir;
+	rec.bytes = r->file_off;
+	r->dump_bytes += r->file_off;
+	r->pending = NULL;
+	r->coalesced = 0;
+	if (ret)
+		return -1;
+	r->dumps++;
+	symbolize_file(bin, "/proc/kallsyms", true);
+	if (trigger_file_span(bin, &span, err, sizeof(err)))
+		fprintf(stderr, "pagetrace: %s: WARNING: the file just written does not "
+			"decode: %s\n", bin, err);
+	ret = trigger_write_json(&rec);
+	if (ret)
+		fprintf(stderr, "pagetrace: %s: writing its .json: %s\n", bin, strerror(-ret));
+	if (r->max_files) {
+		ret = trigger_prune(dir, r->max_files);
+		if (ret < 0)
+			fprintf(stderr, "pagetrace: %s: removing old files: %s\n", dir,
+				strerror(-ret));
+	}
+	if (!r->quiet && !r->json) {
+		if (r->status_line)
+			fputc('\n', stderr);
+		fprintf(stderr, "pagetrace: trigger %s%s%s%s: %s, %.3f s of trace to %s\n",
+			rec.t->expr, rec.detail[0] ? " (" : "", rec.detail,
+			rec.detail[0] ? ")" : "", human(rec.bytes, hb, sizeof(hb)),
+			(span.last_ns - span.first_ns) / 1e9, bin);
+	}
+	return 0;
+}
+
+/* Note that @t fired; the dump waits for --post.  @detail: what was seen. */
+static void trigger_fired(struct rec *r, const struct trigger *t, const char *detail)
+{
+	if (r->pending) {
+		r->coalesced++;
+		return;
+	}
+	r->pending = t;
+	r->pending_at = elapsed(r);
+	r->pending_mono = clock_ns(CLOCK_MONOTONIC);
+	snprintf(r->pending_detail, sizeof(r->pending_detail), "%s", detail);
+	if (r->post > 0 && !r->quiet && !r->json) {
+		if (r->status_line)
+			fputc('\n', stderr);
+		fprintf(stderr, "pagetrace: trigger %s fired%s%s%s; writing in %.1f s\n",
+			t->expr, detail[0] ? " (" : "", detail, detail[0] ? ")" : "", r->post);
+	}
+}
+
+/* Check every armed trigger after a wake-up; @pfd from wait_for_work(). */
+static void check_triggers(struct rec *r, const struct pollfd *pfd)
+{
+	char detail[256];
+
+	for (int i = 0; i < r->nr_trig; i++) {
+		struct trigger *t = &r->trig[i];
+		short revents = 0;
+		int ret;
+
+		if (t->fd >= 0)
+			for (int j = 1; j <= r->nr_trig; j++)
+				if (pfd[j].fd == t->fd)
+					revents = pfd[j].revents;
+		detail[0] = '\0';
+		ret = trigger_check(t, revents, detail, sizeof(detail));
+		if (ret == 1) {
+			trigger_fired(r, t, detail);
+		} else if (ret < 0) {
+			fprintf(stderr, "pagetrace: trigger %s: %s is gone (its cgroup was "
+				"removed?); it will not fire again\n", t->expr, t->path);
+			trigger_disarm(t);
+		}
+	}
+}
+
+/*
+ * Sleep until a chunk is ready (stream mode), a PSI trigger fires, a
+ * signal, or @ms; @pfd gets poll()'s results (1 + r->nr_trig entries).
+ */
+static void wait_for_work(struct rec *r, int ms, const sigset_t *waitmask,
+			  struct pollfd *pfd)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	int n = 1;
+
+	pfd[0] = (struct pollfd){ .fd = r->dev, .events = r->flight ? 0 : POLLIN };
+	for (int i = 0; i < r->nr_trig; i++)
+		if (r->trig[i].fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = r->trig[i].fd, .events = POLLPRI };
+	if (ppoll(pfd, n, &ts, waitmask) <= 0)
+		for (int i = 0; i < n; i++)
+			pfd[i].revents = 0;
+	for (int i = n; i <= r->nr_trig; i++)
+		pfd[i] = (struct pollfd){ .fd = -1 };
 }
 
 int cmd_record(int argc, char **argv)
@@ -779,12 +1092,22 @@ int cmd_record(int argc, char **argv)
 	};
 	sigset_t block, orig, waitmask;
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct pollfd pfd[1 + TRIGGER_MAX];
+	const struct trigger *sig_trig = NULL;
+	bool oom_trig = false, dump_failed = false;
 	uint64_t last_events = 0;
 	double last_t = 0, stop_at;
 	int ret = EXIT_TRACE;
 
 	if (parse_args(&r, argc, argv))
 		return EXIT_USAGE;
+	keep_to_buffer_size(&r);
+	for (int i = 0; i < r.nr_trig; i++) {
+		if (r.trig[i].kind == TRIGGER_SIGNAL)
+			sig_trig = &r.trig[i];
+		if (r.trig[i].kind == TRIGGER_OOM)
+			oom_trig = true;
+	}
 	r.status_line = isatty(STDERR_FILENO) && !r.quiet && !r.json;
 
 	/* Signals are only taken inside ppoll(): no EINTR anywhere else. */
@@ -808,9 +1131,13 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGCHLD, &sa, NULL);
 
+	if (r.nr_trig && (open_trigger_dir(&r) || arm_triggers(&r)))
+		goto out;
 	if (open_device(&r))
 		goto out;
-	if (map_session(&r) || open_output(&r) || write_header(&r))
+	if (map_session(&r))
+		goto out;
+	if (!r.nr_trig && (open_output(&r) || write_header(&r)))
 		goto out;
 
 	clock_gettime(CLOCK_MONOTONIC, &r.start);
@@ -819,7 +1146,17 @@ int cmd_record(int argc, char **argv)
 		if (r.child < 0)
 			goto stop;
 	}
-	if (!r.quiet && !r.json)
+	if (!r.quiet && !r.json && r.nr_trig) {
+		char hb[32];
+
+		fprintf(stderr, "pagetrace: flight recorder keeping %s per CPU; a file in %s "
+			"for each trigger:", human(r.buffer_size ? r.buffer_size :
+						  r.meta->ring_size, hb, sizeof(hb)), r.path);
+		for (int i = 0; i < r.nr_trig; i++)
+			fprintf(stderr, " %s", r.trig[i].expr);
+		fprintf(stderr, " (%s)\n", r.cmd ? "until the command exits or Ctrl-C" :
+			r.duration ? "for the duration, or Ctrl-C" : "Ctrl-C to stop");
+	} else if (!r.quiet && !r.json)
 		fprintf(stderr, "pagetrace: recording to %s%s (%s)\n", r.path,
 			r.flight ? " as a flight recorder, SIGUSR1 dumps a snapshot" : "",
 			r.cmd ? "until the command exits or Ctrl-C" :
@@ -844,10 +1181,20 @@ int cmd_record(int argc, char **argv)
 			r.stopped_by = "duration";
 			break;
 		}
-		if (got_usr1 && r.flight) {
+		if (got_usr1 && r.nr_trig) {
+			got_usr1 = 0;
+			if (sig_trig)
+				trigger_fired(&r, sig_trig, "SIGUSR1");
+			else
+				fprintf(stderr, "pagetrace: SIGUSR1 ignored: no --trigger signal\n");
+		} else if (got_usr1 && r.flight) {
 			got_usr1 = 0;
 			if (snapshot(&r))
 				goto stop;
+		}
+		if (r.pending && now >= r.pending_at + r.post && trigger_dump(&r)) {
+			dump_failed = true;
+			goto stop;
 		}
 		if (!r.flight && drain(&r) < 0)
 			goto stop;
@@ -855,15 +1202,30 @@ int cmd_record(int argc, char **argv)
 			status(&r, &last_t, &last_events);
 		if (stop_at > 0 && (stop_at - now) * 1000 < ms)
 			ms = (stop_at - now) * 1000 + 1;
-		wait_for_work(&r, ms, &waitmask);
+		if (oom_trig && ms > TRIGGER_OOM_POLL_MS)
+			ms = TRIGGER_OOM_POLL_MS;
+		if (r.pending && (r.pending_at + r.post - now) * 1000 < ms)
+			ms = (r.pending_at + r.post - now) * 1000 + 1;
+		if (ms < 1)
+			ms = 1;
+		wait_for_work(&r, ms, &waitmask, pfd);
+		if (r.nr_trig)
+			check_triggers(&r, pfd);
 	}
 
 stop:
+	/* A trigger still in its --post: the stop cuts it short, not off. */
+	if (r.pending && !dump_failed && trigger_dump(&r))
+		dump_failed = true;
 	/* Every event up to now is in a closed chunk once STOP returns. */
 	if (ioctl(r.dev, PAGETRACE_IOC_STOP))
 		fprintf(stderr, "pagetrace: stopping the session failed: %s\n",
 			strerror(errno));
-	if (!r.write_err && !drain_to_end(&r) && !append_counters(&r))
+	if (r.nr_trig) {
+		ret = r.write_err || dump_failed ? EXIT_TRACE : 0;
+		r.file_off = r.dump_bytes;	/* for the summary */
+	}
+	else if (!r.write_err && !drain_to_end(&r) && !append_counters(&r))
 		ret = 0;
 	if (r.status_line) {
 		status(&r, &last_t, &last_events);
@@ -874,7 +1236,7 @@ stop:
 		ret = EXIT_TRACE;
 	}
 	/* Name the sampled stacks' frames while this kernel's symbols are at hand. */
-	if (!ret && r.out >= 0 && r.out != STDOUT_FILENO) {
+	if (!ret && !r.nr_trig && r.out >= 0 && r.out != STDOUT_FILENO) {
 		struct stat st;
 
 		if (!fstat(r.out, &st) && S_ISREG(st.st_mode))
@@ -896,5 +1258,7 @@ out:
 		close(r.dev);
 	free(r.iov);
 	free(r.iov_chunk);
+	for (int i = 0; i < r.nr_trig; i++)
+		trigger_disarm(&r.trig[i]);
 	return ret;
 }
