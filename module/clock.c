@@ -14,19 +14,40 @@
  * within the rounding of the scaling.
  *
  * The choice is made once per session, before its hooks are attached, and
- * holds until they are detached (the static key and pt_tsc do not change
- * under a running hook).  clock=local forces local_clock().
+ * holds until they are detached, but for a sleep of the system (below):
+ * pt_tsc never changes under a running hook, and the static key only
+ * from TSC to local_clock().  clock=local forces local_clock().
  *
  * Limitation: if the kernel marks the TSC unstable during a session (its
  * clocksource watchdog saw it drift), the session keeps using it.  Each
  * CPU's times still never go backwards (the writer clamps them), but they
  * may drift against other CPUs' as the TSCs do.
+ *
+ * Suspend and hibernation are another matter: the TSC may restart from 0
+ * across them, and on resume x86 re-bases sched_clock()
+ * (tsc_restore_sched_clock_state()) so that local_clock() carries on
+ * where it stopped.  Our offset, fixed at the session start, would not
+ * follow, and every event after the resume would be stamped before the
+ * ones before the suspend.  So when the PM notifier says the system is
+ * about to sleep, a session on the TSC goes over to local_clock() for the
+ * rest of its life: the key is switched off, and every chunk closed from
+ * then on carries PAGETRACE_CHUNK_CLOCK_LOCAL (pt_clock_chunk_flags).
+ * The two clocks agree to within pt_tsc.error_ns at the change, and the
+ * writer keeps each CPU's times from going backwards across it.  No
+ * session picks the TSC while the system is between the notice and the
+ * resume.  (Not reproduced here with a real sleep: QEMU guests did not
+ * come back from S3 by rtcwake or the monitor's system_wakeup.  The
+ * selftest takes the kernel through its suspend steps with
+ * /sys/power/pm_test, which runs these notifiers but leaves the TSC
+ * alone.)
  */
 #include <linux/clocksource.h>
 #include <linux/cpufreq.h>
 #include <linux/irqflags.h>
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/suspend.h>
 #include <linux/time64.h>
 #include <linux/timekeeping.h>
 
@@ -40,6 +61,17 @@
 
 struct pt_tsc pt_tsc __read_mostly;
 DEFINE_STATIC_KEY_FALSE(pt_clock_tsc);
+/* Or'ed into every chunk's flags by pt_close_chunk(); see above. */
+u16 pt_clock_chunk_flags __read_mostly;
+
+/*
+ * Serialises the clock's changes: a session choosing its clock against
+ * the PM notifier leaving the TSC.  Guards pt_clock_sleeping and the
+ * writes of pt_clock_tsc and pt_clock_chunk_flags.
+ */
+static DEFINE_MUTEX(pt_clock_lock);
+/* Between the notice of a suspend or hibernation and the resume. */
+static bool pt_clock_sleeping;
 
 enum pt_clock_choice { PT_CLOCK_AUTO, PT_CLOCK_LOCAL };
 
@@ -139,12 +171,69 @@ static void pt_tsc_setup(void)
  */
 unsigned int pt_clock_select(void)
 {
-	if (READ_ONCE(pt_clock_choice) == PT_CLOCK_AUTO && pt_tsc_usable()) {
+	unsigned int clock = PAGETRACE_CLOCK_LOCAL;
+
+	mutex_lock(&pt_clock_lock);
+	WRITE_ONCE(pt_clock_chunk_flags, 0);
+	if (READ_ONCE(pt_clock_choice) == PT_CLOCK_AUTO &&
+	    !pt_clock_sleeping && pt_tsc_usable()) {
 		pt_tsc_setup();
 		static_branch_enable(&pt_clock_tsc);
-		return PAGETRACE_CLOCK_TSC;
+		clock = PAGETRACE_CLOCK_TSC;
+	} else {
+		static_branch_disable(&pt_clock_tsc);
+		pt_tsc.error_ns = 0;
 	}
-	static_branch_disable(&pt_clock_tsc);
-	pt_tsc.error_ns = 0;
-	return PAGETRACE_CLOCK_LOCAL;
+	mutex_unlock(&pt_clock_lock);
+	return clock;
+}
+
+/*
+ * The PM notifier: leave the TSC before the system sleeps (see the top of
+ * this file).  Runs in the task that started the transition; may sleep.
+ */
+static int pt_clock_pm_event(struct notifier_block *nb, unsigned long action,
+			     void *unused)
+{
+	mutex_lock(&pt_clock_lock);
+	switch (action) {
+	case PM_SUSPEND_PREPARE:
+	case PM_HIBERNATION_PREPARE:
+	case PM_RESTORE_PREPARE:
+		pt_clock_sleeping = true;
+		if (!static_key_enabled(&pt_clock_tsc))
+			break;
+		/* Chunks closed from here on may hold local_clock() times. */
+		WRITE_ONCE(pt_clock_chunk_flags, PAGETRACE_CHUNK_CLOCK_LOCAL);
+		static_branch_disable(&pt_clock_tsc);
+		pr_info("pagetrace: the system is going to sleep: events are stamped with local_clock(), not the TSC, until the next session\n");
+		break;
+	case PM_POST_SUSPEND:
+	case PM_POST_HIBERNATION:
+	case PM_POST_RESTORE:
+		pt_clock_sleeping = false;
+		break;
+	}
+	mutex_unlock(&pt_clock_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block pt_clock_pm_nb = {
+	.notifier_call = pt_clock_pm_event,
+};
+
+/**
+ * pt_clock_init - watch for suspend and hibernation
+ *
+ * Return: 0 or -errno.
+ */
+int pt_clock_init(void)
+{
+	return register_pm_notifier(&pt_clock_pm_nb);
+}
+
+/** pt_clock_exit - undo pt_clock_init() */
+void pt_clock_exit(void)
+{
+	unregister_pm_notifier(&pt_clock_pm_nb);
 }

@@ -39,6 +39,7 @@ struct pt_tsc {
 
 extern struct pt_tsc pt_tsc;
 DECLARE_STATIC_KEY_FALSE(pt_clock_tsc);
+extern u16 pt_clock_chunk_flags;
 
 /* Whether the session's clock is PAGETRACE_CLOCK_TSC. */
 static __always_inline bool pt_clock_is_tsc(void)

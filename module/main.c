@@ -25,11 +25,16 @@ static int __init pt_init(void)
 	ret = pt_mem_guard_init();
 	if (ret)
 		return ret;
-	ret = pt_device_register();
+	ret = pt_clock_init();
 	if (ret)
 		goto exit_mem_guard;
+	ret = pt_device_register();
+	if (ret)
+		goto exit_clock;
 	return 0;
 
+exit_clock:
+	pt_clock_exit();
 exit_mem_guard:
 	pt_mem_guard_exit();
 	return ret;
@@ -39,6 +44,7 @@ static void __exit pt_exit(void)
 {
 	/* The open file pins the module, so no session is left here. */
 	pt_device_unregister();
+	pt_clock_exit();
 	pt_mem_guard_exit();
 }
 

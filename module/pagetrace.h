@@ -364,6 +364,8 @@ int pt_mmap(struct file *file, struct vm_area_struct *vma);
 
 /* clock.c (the hot path's reader is in clock.h) */
 unsigned int pt_clock_select(void);
+int pt_clock_init(void);
+void pt_clock_exit(void);
 
 /* header.c */
 int pt_header_pfns_fit(void);

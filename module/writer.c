@@ -140,7 +140,7 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
 	pt_writer_fold(c);
 	memcpy(ch->magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
 	ch->cpu = pt_le16(c->cpu);
-	ch->flags = pt_le16(flags);
+	ch->flags = pt_le16(flags | READ_ONCE(pt_clock_chunk_flags));
 	ch->nr_words = pt_le32(c->len);
 	ch->reserved = 0;
 	ch->seq = pt_le64(c->seq);

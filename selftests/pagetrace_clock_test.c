@@ -13,6 +13,9 @@
  * ground-truth test) in a one-vCPU VM as well, where clock=auto must give
  * PAGETRACE_CLOCK_TSC.
  *
+ * A session on the TSC leaves it for local_clock() before the system
+ * sleeps, and says so in its chunks (sleep_leaves_the_tsc).
+ *
  * Environment: PAGETRACE_GT_KO (see pagetrace_gt_test.c); pagetrace.ko
  * loaded.  The test leaves the clock parameter at auto.
  */
@@ -256,6 +259,131 @@ TEST_F(clock, times_are_local_clock_local)
 {
 	ASSERT_EQ(0, pt_st_gt_load());
 	check_times(_metadata, self, "local");
+}
+
+/* Read a small sysfs file into @buf (NUL-terminated, newline cut): 0 or -1. */
+static int read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* A ground-truth order-0 allocation: its pfn and local_clock() window. */
+static int gt_alloc(uint64_t *pfn, uint64_t *t0, uint64_t *t1)
+{
+	char report[1024];
+	uint64_t np;
+	const char *l;
+
+	if (pt_st_gt_run("pages_order0", report, sizeof(report)))
+		return -1;
+	l = strstr(report, " alloc pfn=");
+	if (!l || sscanf(l, " alloc pfn=%" SCNu64 " npages=%" SCNu64
+			 " t0=%" SCNu64 " t1=%" SCNu64, pfn, &np, t0, t1) != 4)
+		return -1;
+	return 0;
+}
+
+/*
+ * The trace's first allocation of @pfn (order 0) not before @t0, or NULL:
+ * the page may be allocated again by anyone once the module freed it.
+ */
+static const struct pgtrace_event *find_alloc(const struct pt_st_trace *t, uint64_t pfn,
+					      uint64_t t0)
+{
+	const struct pgtrace_event *found = NULL;
+
+	for (size_t i = 0; i < t->nr; i++) {
+		const struct pgtrace_event *e = &t->ev[i];
+
+		if (e->type != PGTRACE_EV_ALLOC || e->pfn != pfn ||
+		    (e->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT) ||
+		    e->time_ns + SLACK_NS + t->clock_error_ns < t0)
+			continue;
+		if (!found || e->time_ns < found->time_ns)
+			found = e;
+	}
+	return found;
+}
+
+#define PM_TEST		"/sys/power/pm_test"
+#define PM_TEST_DELAY	"/sys/module/suspend/parameters/pm_test_delay"
+
+/*
+ * A session on the TSC leaves it for local_clock() when the system is about
+ * to sleep (module/clock.c): the TSC may restart across a suspend, and the
+ * kernel re-bases local_clock() on resume, which a fixed TSC offset would
+ * not follow.  The kernel is taken through its suspend steps by pm_test
+ * (level "freezer", state "freeze": the PM notifiers run and every task is
+ * frozen and thawed, but nothing sleeps and the TSC is left alone; the
+ * restart itself is not reproduced in QEMU, whose guests did not come back
+ * from S3).  The chunk of an allocation before carries no
+ * PAGETRACE_CHUNK_CLOCK_LOCAL, that of one after does, and the one after
+ * still falls in its local_clock() window.
+ */
+TEST_F(clock, sleep_leaves_the_tsc)
+{
+	char why[128], states[128], level[64] = "none", delay[32] = "";
+	uint64_t pfn[2], t0[2], t1[2];
+	const struct pgtrace_event *e[2];
+	struct pt_st_trace t = { 0 };
+	int ret;
+
+	if (access(PM_TEST, W_OK))
+		SKIP(return, "no %s (CONFIG_PM_DEBUG off)", PM_TEST);
+	if (read_small("/sys/power/state", states, sizeof(states)) ||
+	    !strstr(states, "freeze"))
+		SKIP(return, "no suspend-to-idle in /sys/power/state");
+	if (expected_clock(why, sizeof(why)) != PAGETRACE_CLOCK_TSC)
+		SKIP(return, "the session's clock is local_clock() (%s): no TSC to leave", why);
+	ASSERT_EQ(0, pt_st_gt_load());
+	ASSERT_EQ(0, pt_st_pin_cpu(0));
+	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, self->dev);
+	ASSERT_EQ(0, gt_alloc(&pfn[0], &t0[0], &t1[0]));
+	/* Twice the flush period: the chunk with it is closed before the notice. */
+	usleep(600000);
+
+	read_small(PM_TEST, level, sizeof(level));
+	if (read_small(PM_TEST_DELAY, delay, sizeof(delay)) == 0)
+		pt_st_write_file(PM_TEST_DELAY, "1");
+	ASSERT_EQ(0, pt_st_write_file(PM_TEST, "freezer"));
+	ret = pt_st_write_file("/sys/power/state", "freeze");
+	pt_st_write_file(PM_TEST, "none");
+	if (delay[0])
+		pt_st_write_file(PM_TEST_DELAY, delay);
+	ASSERT_EQ(0, ret) TH_LOG("echo freeze > /sys/power/state: %s", strerror(-ret));
+
+	ASSERT_EQ(0, gt_alloc(&pfn[1], &t0[1], &t1[1]));
+	ASSERT_EQ(0, pt_st_collect(self->dev, &t)) TH_LOG("%s", t.err);
+	ASSERT_EQ(PAGETRACE_CLOCK_TSC, t.hdr.flags & PAGETRACE_CLOCK_MASK);
+	e[0] = find_alloc(&t, pfn[0], t0[0]);
+	e[1] = find_alloc(&t, pfn[1], t0[1]);
+	ASSERT_NE(NULL, e[0]) TH_LOG("pfn %" PRIu64 " before the suspend not in the trace", pfn[0]);
+	ASSERT_NE(NULL, e[1]) TH_LOG("pfn %" PRIu64 " after the suspend not in the trace", pfn[1]);
+	EXPECT_EQ(0, e[0]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL);
+	EXPECT_NE(0, e[1]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL)
+		TH_LOG("the chunk after the suspend does not say the clock changed");
+	for (int i = 0; i < 2; i++) {
+		bool in = e[i]->time_ns + SLACK_NS + t.clock_error_ns >= t0[i] &&
+			  e[i]->time_ns <= t1[i] + t.clock_error_ns;
+
+		EXPECT_TRUE(in) TH_LOG("%s the suspend: pfn %" PRIu64 " at %" PRIu64
+				       ", window [%" PRIu64 ", %" PRIu64 "]",
+				       i ? "after" : "before", pfn[i], e[i]->time_ns,
+				       t0[i], t1[i]);
+	}
+	pt_st_trace_free(&t);
 }
 
 TEST_HARNESS_MAIN
