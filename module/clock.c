@@ -27,19 +27,23 @@
  * across them, and on resume x86 re-bases sched_clock()
  * (tsc_restore_sched_clock_state()) so that local_clock() carries on
  * where it stopped.  Our offset, fixed at the session start, would not
- * follow, and every event after the resume would be stamped before the
- * ones before the suspend.  So when the PM notifier says the system is
- * about to sleep, a session on the TSC goes over to local_clock() for the
- * rest of its life: the key is switched off, and every chunk closed from
- * then on carries PAGETRACE_CHUNK_CLOCK_LOCAL (pt_clock_chunk_flags).
- * The two clocks agree to within pt_tsc.error_ns at the change, and the
- * writer keeps each CPU's times from going backwards across it.  No
- * session picks the TSC while the system is between the notice and the
- * resume.  (Not reproduced here with a real sleep: QEMU guests did not
- * come back from S3 by rtcwake or the monitor's system_wakeup.  The
- * selftest takes the kernel through its suspend steps with
- * /sys/power/pm_test, which runs these notifiers but leaves the TSC
- * alone.)
+ * follow: if the TSC restarts lower, every event after the resume could
+ * be stamped before the ones before the suspend.  So when the PM notifier
+ * says the system is about to sleep, a session on the TSC goes over to
+ * local_clock() for the rest of its life: the key is switched off, and
+ * every chunk closed from then on carries PAGETRACE_CHUNK_CLOCK_LOCAL
+ * (pt_clock_chunk_flags).  No session picks the TSC while the system is
+ * between the notice and the resume.
+ *
+ * Limitation: the writer clamps a time only to its chunk's base, not to
+ * the CPU's last event, so at the change a CPU's next event may be
+ * stamped before its last one by as much as the two clocks disagree:
+ * pt_tsc.error_ns while the kernel trusts the TSC (a few ns; a decoder
+ * sees it only where it crosses a 128 ns step), but any amount if the
+ * kernel marked the TSC unstable during the session (above), and a
+ * decoder then rejects the stream from there on.  Making the change on
+ * each CPU inside the writer, from a floor at the last time it wrote,
+ * would close this; not done yet.
  */
 #include <linux/clocksource.h>
 #include <linux/cpufreq.h>

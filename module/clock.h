@@ -41,7 +41,7 @@ extern struct pt_tsc pt_tsc;
 DECLARE_STATIC_KEY_FALSE(pt_clock_tsc);
 extern u16 pt_clock_chunk_flags;
 
-/* Whether the session's clock is PAGETRACE_CLOCK_TSC. */
+/* Whether events are stamped from the TSC now (the header may say TSC when not). */
 static __always_inline bool pt_clock_is_tsc(void)
 {
 	return IS_ENABLED(CONFIG_X86_TSC) &&

@@ -324,8 +324,8 @@ struct pagetrace_rec_filter {
 /*
  * The session's clock was PAGETRACE_CLOCK_TSC and went over to
  * local_clock() before the system suspended or hibernated: set on every
- * chunk closed from then on.  Times stay local_clock() nanoseconds and in
- * order on each CPU; decoders need do nothing about it.
+ * chunk closed from then on.  Times stay local_clock() nanoseconds;
+ * decoders need do nothing about it.
  */
 #define PAGETRACE_CHUNK_CLOCK_LOCAL	_BITUL(4)
 
