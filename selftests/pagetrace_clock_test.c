@@ -93,25 +93,30 @@ static const char *known_hypervisor(void)
 	return NULL;
 }
 
-/* Whether dmesg holds a line with @what (the kernel marking the TSC). */
-static bool kmsg_says(const char *what)
+/* How many lines of dmesg hold @what; -1 if it cannot be read. */
+static int kmsg_count(const char *what)
 {
 	char line[2048];
-	bool found = false;
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC), found = 0;
 	ssize_t n;
 
 	if (fd < 0)
-		return false;
+		return -1;
 	while ((n = read(fd, line, sizeof(line) - 1)) > 0 || (n < 0 && errno == EPIPE)) {
 		if (n <= 0)
 			continue;
 		line[n] = '\0';
 		if (strstr(line, what))
-			found = true;
+			found++;
 	}
 	close(fd);
 	return found;
+}
+
+/* Whether dmesg holds a line with @what (the kernel marking the TSC). */
+static bool kmsg_says(const char *what)
+{
+	return kmsg_count(what) > 0;
 }
 
 /*
@@ -318,6 +323,9 @@ static const struct pgtrace_event *find_alloc(const struct pt_st_trace *t, uint6
 
 #define PM_TEST		"/sys/power/pm_test"
 #define PM_TEST_DELAY	"/sys/module/suspend/parameters/pm_test_delay"
+#define FLUSH_MS	"/sys/module/pagetrace/parameters/flush_ms"
+/* What module/clock.c prints when it leaves the TSC. */
+#define LEFT_TSC	"pagetrace: the system is going to sleep"
 
 /*
  * A session on the TSC leaves it for local_clock() when the system is about
@@ -333,11 +341,11 @@ static const struct pgtrace_event *find_alloc(const struct pt_st_trace *t, uint6
  */
 TEST_F(clock, sleep_leaves_the_tsc)
 {
-	char why[128], states[128], level[64] = "none", delay[32] = "";
+	char why[128], states[128], delay[32] = "", flush[32] = "500";
 	uint64_t pfn[2], t0[2], t1[2];
 	const struct pgtrace_event *e[2];
 	struct pt_st_trace t = { 0 };
-	int ret;
+	int ret, said;
 
 	if (access(PM_TEST, W_OK))
 		SKIP(return, "no %s (CONFIG_PM_DEBUG off)", PM_TEST);
@@ -352,17 +360,21 @@ TEST_F(clock, sleep_leaves_the_tsc)
 	ASSERT_LE(0, self->dev);
 	ASSERT_EQ(0, gt_alloc(&pfn[0], &t0[0], &t1[0]));
 	/* Twice the flush period: the chunk with it is closed before the notice. */
-	usleep(600000);
+	read_small(FLUSH_MS, flush, sizeof(flush));
+	usleep((2 * atoi(flush) + 100) * 1000);
 
-	read_small(PM_TEST, level, sizeof(level));
+	said = kmsg_count(LEFT_TSC);
+	ASSERT_EQ(0, pt_st_write_file(PM_TEST, "freezer"));
 	if (read_small(PM_TEST_DELAY, delay, sizeof(delay)) == 0)
 		pt_st_write_file(PM_TEST_DELAY, "1");
-	ASSERT_EQ(0, pt_st_write_file(PM_TEST, "freezer"));
 	ret = pt_st_write_file("/sys/power/state", "freeze");
 	pt_st_write_file(PM_TEST, "none");
 	if (delay[0])
 		pt_st_write_file(PM_TEST_DELAY, delay);
 	ASSERT_EQ(0, ret) TH_LOG("echo freeze > /sys/power/state: %s", strerror(-ret));
+	/* The times agree either way: the module's word that it switched. */
+	EXPECT_EQ(said + 1, kmsg_count(LEFT_TSC))
+		TH_LOG("the module did not say it left the TSC for local_clock()");
 
 	ASSERT_EQ(0, gt_alloc(&pfn[1], &t0[1], &t1[1]));
 	ASSERT_EQ(0, pt_st_collect(self->dev, &t)) TH_LOG("%s", t.err);

@@ -75,6 +75,7 @@ static bool gt_next_life(const struct pt_st_trace *t, size_t i)
 		const struct pgtrace_event *o = &t->ev[j];
 
 		if (j == i || ev->pfn < o->pfn || ev->pfn >= o->pfn + o->npages ||
+		    (o->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT) ||
 		    o->time_ns > ev->time_ns || (o->time_ns == ev->time_ns && j > i))
 			continue;
 		if (!prev || o->time_ns > prev->time_ns ||

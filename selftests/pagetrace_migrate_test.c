@@ -131,7 +131,8 @@ FIXTURE_TEARDOWN(mig)
 TEST_F(mig, move_pages)
 {
 	const size_t n = 256;
-	uint64_t old[256], now[256], m0, m1, t0, t1;
+	uint64_t old[256], now[256], t0, t1;
+	struct pt_st_mark m0, m1;
 	int nodes[256], status[256];
 	void *addrs[256];
 	size_t i, moved;
@@ -159,19 +160,19 @@ TEST_F(mig, move_pages)
 	close(self->dev);
 	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->dev) TH_LOG("open /dev/pagetrace: %s", strerror(errno));
-	m0 = pt_st_mark();
+	ASSERT_EQ(0, pt_st_mark(&m0));
 	ASSERT_EQ(0, syscall(SYS_move_pages, 0, n, addrs, nodes, status,
 			     MPOL_MF_MOVE)) TH_LOG("move_pages: %s", strerror(errno));
-	m1 = pt_st_mark();
+	ASSERT_EQ(0, pt_st_mark(&m1));
 	for (i = 0; i < n; i++)
 		if (pt_st_pagemap_pfn(addrs[i], &now[i]))
 			now[i] = 0;
 	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
 	munmap(p, n * PAGE);
-	t0 = pt_st_mark_time(&self->t, m0);
-	t1 = pt_st_mark_time(&self->t, m1);
+	t0 = pt_st_mark_time(&self->t, &m0);
+	t1 = pt_st_mark_time(&self->t, &m1);
 	ASSERT_TRUE(t0 && t1) TH_LOG("marks %#" PRIx64 ", %#" PRIx64
-				     " not allocated in the trace", m0, m1);
+				     " not allocated in the trace", m0.pfn, m1.pfn);
 
 	moved = check_moves(_metadata, &self->t, old, now, n, t0 - 1000000,
 			    t1 + 1000000);
@@ -221,7 +222,8 @@ TEST_F_TIMEOUT(mig, compaction, 300)
 	uint64_t *old = calloc(n, sizeof(*old)), *now = calloc(n, sizeof(*now));
 	char proactive[32], ignored[32];
 	bool restore;
-	uint64_t m0, m1, t0, t1, mono0, mono1;
+	uint64_t t0, t1, mono0, mono1;
+	struct pt_st_mark m0 = { 0 }, m1 = { 0 };
 	size_t i, moved;
 	ssize_t w;
 	char *p;
@@ -243,9 +245,9 @@ TEST_F_TIMEOUT(mig, compaction, 300)
 	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
 	err = errno;
 	mono0 = pt_st_mono_ns();
-	m0 = pt_st_mark();
+	pt_st_mark(&m0);
 	w = self->dev < 0 ? -1 : write(fd, "1", 1);
-	m1 = pt_st_mark();
+	pt_st_mark(&m1);
 	mono1 = pt_st_mono_ns();
 	close(fd);
 	if (restore)
@@ -257,10 +259,10 @@ TEST_F_TIMEOUT(mig, compaction, 300)
 			now[i] = 0;
 	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
 	munmap(p, n * PAGE);
-	t0 = pt_st_mark_time(&self->t, m0);
-	t1 = pt_st_mark_time(&self->t, m1);
+	t0 = pt_st_mark_time(&self->t, &m0);
+	t1 = pt_st_mark_time(&self->t, &m1);
 	ASSERT_TRUE(t0 && t1) TH_LOG("marks %#" PRIx64 ", %#" PRIx64
-				     " not allocated in the trace", m0, m1);
+				     " not allocated in the trace", m0.pfn, m1.pfn);
 
 	moved = check_moves(_metadata, &self->t, old, now, n, t0 - 1000000,
 			    t1 + 1000000);
@@ -280,7 +282,8 @@ TEST_F_TIMEOUT(mig, compaction, 300)
 TEST_F(mig, thp_split)
 {
 	const size_t huge = 2UL << 20;
-	uint64_t pfn, last, m0, m1, m3, m4;
+	struct pt_st_mark m0, m1, m3, m4;
+	uint64_t pfn, last;
 	char req[128], *map, *p;
 	size_t i, bad = 0;
 	ssize_t n;
@@ -291,9 +294,9 @@ TEST_F(mig, thp_split)
 	ASSERT_NE(MAP_FAILED, map);
 	p = (char *)(((uintptr_t)map + huge - 1) & ~(huge - 1));
 	madvise(p, huge, MADV_HUGEPAGE);
-	m0 = pt_st_mark();
+	ASSERT_EQ(0, pt_st_mark(&m0));
 	p[0] = 1;
-	m1 = pt_st_mark();
+	ASSERT_EQ(0, pt_st_mark(&m1));
 	if (pt_st_pagemap_pfn(p, &pfn) || pfn % 512 ||
 	    pt_st_pagemap_pfn(p + huge - PAGE, &last) || last != pfn + 511) {
 		munmap(map, 2 * huge);
@@ -317,17 +320,17 @@ TEST_F(mig, thp_split)
 	ASSERT_LT(0, n);
 
 	ASSERT_EQ(0, madvise(p + huge / 2, huge / 2, MADV_DONTNEED));
-	m3 = pt_st_mark();
+	ASSERT_EQ(0, pt_st_mark(&m3));
 	munmap(map, 2 * huge);
-	m4 = pt_st_mark();
+	ASSERT_EQ(0, pt_st_mark(&m4));
 	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
-	ASSERT_TRUE(pt_st_mark_time(&self->t, m0) &&
-		    pt_st_mark_time(&self->t, m1) &&
-		    pt_st_mark_time(&self->t, m3) &&
-		    pt_st_mark_time(&self->t, m4))
+	ASSERT_TRUE(pt_st_mark_time(&self->t, &m0) &&
+		    pt_st_mark_time(&self->t, &m1) &&
+		    pt_st_mark_time(&self->t, &m3) &&
+		    pt_st_mark_time(&self->t, &m4))
 		TH_LOG("a mark page's allocation is not in the trace");
 
-#define TR(m) pt_st_mark_time(&self->t, m)
+#define TR(m) pt_st_mark_time(&self->t, &m)
 	EXPECT_EQ(1, count_covering(&self->t, PGTRACE_EV_ALLOC, pfn, 512,
 				    TR(m0) - 1000000, TR(m1) + 1000000));
 	EXPECT_EQ(0, count_covering(&self->t, PGTRACE_EV_FREE, pfn, 512, 0, UINT64_MAX))

@@ -360,33 +360,49 @@ int pt_st_pagemap_pfn(const void *addr, uint64_t *pfn)
 	return 0;
 }
 
-uint64_t pt_st_mark(void)
+int pt_st_mark(struct pt_st_mark *m)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	char *p = mmap(NULL, page, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint64_t pfn;
 
+	m->addr = NULL;
 	if (p == MAP_FAILED)
-		return 0;
+		return -errno;
 	/* Left mapped: its PFN must not be freed and reused before it is looked up. */
 	p[0] = 1;
-	return pt_st_pagemap_pfn(p, &pfn) ? 0 : pfn;
+	m->addr = p;
+	return pt_st_pagemap_pfn(p, &m->pfn);
 }
 
-uint64_t pt_st_mark_time(const struct pt_st_trace *t, uint64_t pfn)
+/* The latest allocation covering @pfn at or before @limit, outside the snapshot. */
+static uint64_t last_alloc(const struct pt_st_trace *t, uint64_t pfn, uint64_t limit)
 {
 	uint64_t when = 0;
 	size_t i;
 
-	for (i = 0; pfn && i < t->nr; i++) {
+	for (i = 0; i < t->nr; i++) {
 		const struct pgtrace_event *ev = &t->ev[i];
 
 		if (ev->type == PGTRACE_EV_ALLOC && pfn >= ev->pfn &&
-		    pfn < ev->pfn + ev->npages && ev->time_ns > when)
+		    pfn < ev->pfn + ev->npages && ev->time_ns <= limit &&
+		    !(ev->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT) && ev->time_ns > when)
 			when = ev->time_ns;
 	}
 	return when;
+}
+
+uint64_t pt_st_mark_time(const struct pt_st_trace *t, const struct pt_st_mark *m)
+{
+	uint64_t now, moved;
+
+	if (!m->addr || pt_st_pagemap_pfn(m->addr, &now))
+		return 0;
+	if (now == m->pfn)
+		return last_alloc(t, m->pfn, UINT64_MAX);
+	/* Moved (once): the move allocated @now, then freed the old page. */
+	moved = last_alloc(t, now, UINT64_MAX);
+	return moved ? last_alloc(t, m->pfn, moved) : 0;
 }
 
 uint64_t pt_st_mono_ns(void)

@@ -110,13 +110,21 @@ uint64_t pt_st_mono_to_trace(const struct pagetrace_header *h, uint64_t mono);
  * session start, and where the kernel has marked the TSC unstable (TCG,
  * often) local_clock() follows CLOCK_MONOTONIC from tick to tick only,
  * straying from it by milliseconds in between.  pt_st_mark() faults in a
- * fresh anonymous page, left mapped, and returns its PFN (0 if it cannot);
- * once the trace is collected, pt_st_mark_time() is the time of that
- * page's last allocation in it, 0 if there is none.  A window between two
- * marks taken on one CPU holds every event that CPU recorded between them.
+ * fresh anonymous page (left mapped: one page per mark, never unmapped)
+ * and notes where it is: 0 or -errno.  Once the trace is collected,
+ * pt_st_mark_time() is the time of that page's allocation in it, 0 if
+ * the trace does not hold it.  If the page has moved since (compaction
+ * migrates it: its old PFN freed, and soon reused), the allocation is the
+ * old PFN's last before the move allocated the new one.  A window between
+ * two marks taken on one CPU holds every event that CPU recorded between
+ * them.
  */
-uint64_t pt_st_mark(void);
-uint64_t pt_st_mark_time(const struct pt_st_trace *t, uint64_t pfn);
+struct pt_st_mark {
+	const char	*addr;
+	uint64_t	pfn;
+};
+int pt_st_mark(struct pt_st_mark *m);
+uint64_t pt_st_mark_time(const struct pt_st_trace *t, const struct pt_st_mark *m);
 
 /*
  * Loading and unloading pagetrace.ko ($PAGETRACE_KO, else ./pagetrace.ko
