@@ -172,10 +172,18 @@ int pt_session_start(struct pt_session **out)
 	if (ret)
 		goto free_stop_counters;
 
-	pt_writers_publish(sess);
 	ret = pt_hooks_register(sess->backend, &sess->uncovered);
 	if (ret)
-		goto clear_writers;
+		goto free_meta;
+	/*
+	 * Every probe attached, then every CPU writes: attaching takes
+	 * milliseconds per probe (text patching, grace periods), and a
+	 * session that wrote as each came on would record allocations whose
+	 * frees no probe saw yet (seen on every kernel: the first 100 ms of
+	 * a trace held allocations and not one free).  Until here the probes
+	 * find no writer and record nothing.
+	 */
+	pt_writers_publish(sess);
 	pt_header_set_backend(sess);
 	/*
 	 * The memory map, with the probes already attached: a page allocated
@@ -185,7 +193,7 @@ int pt_session_start(struct pt_session **out)
 	if (sess->header_flags & PAGETRACE_FLAG_SNAPSHOT) {
 		ret = pt_snapshot_build(sess);
 		if (ret)
-			goto unregister_hooks;
+			goto clear_writers;
 	}
 	/* The kernel's count as the trace's own starts: snapshot + events. */
 	pt_header_set_counters(sess);
@@ -193,11 +201,11 @@ int pt_session_start(struct pt_session **out)
 	*out = sess;
 	return 0;
 
-unregister_hooks:
-	pt_hooks_unregister();
 clear_writers:
 	pt_writers_clear();
+	pt_hooks_unregister();
 	synchronize_rcu();
+free_meta:
 	pt_meta_free(sess);
 free_stop_counters:
 	kfree(sess->stop_counters);
