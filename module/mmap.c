@@ -78,6 +78,8 @@ int pt_meta_init(struct pt_session *sess)
 	m->nr_bufs = sess->nr_bufs;
 	m->page_shift = PAGE_SHIFT;
 	m->mode = sess->mode;
+	/* The writers count pages per type (pt_cpu.pages). */
+	m->flags = PAGETRACE_META_PAGES;
 	m->data_offset = size;
 	m->ring_size = sess->ring_size;
 	m->mmap_size = sess->mmap_size;

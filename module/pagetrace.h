@@ -128,7 +128,8 @@ struct pt_origin {
  *  - The other @meta counters are written by the writer side at chunk
  *    close (WRITE_ONCE) and read racily.
  *  - @stats is written by the writer side and read racily (whole u64s) by
- *    the stats ioctl.
+ *    the stats ioctl.  @pages is written by the writer side only, and
+ *    published at chunk close with the other meta counters.
  */
 struct pt_cpu {
 	/* Writer side */
@@ -138,6 +139,7 @@ struct pt_cpu {
 	u32			end;		/* @cap while @chunk is set, else 0 */
 	u32			cap;		/* words that fit */
 	u8			checks;		/* PT_CHECK_*: per-event tests */
+	bool			busy;		/* writer state being changed */
 	u64			base;		/* time base of the last sync */
 	u64			seq;		/* seq of the next chunk to close */
 	u64			lost;		/* dropped since the last close */
@@ -147,12 +149,16 @@ struct pt_cpu {
 	bool			tasks;		/* write task records and names */
 	u32			task;		/* owner of the last event, see pt_write */
 	u64			now;		/* the event pt_emit_slow() takes */
-	bool			busy;		/* writer state being changed */
 	u64			nested_seen;	/* @nested already counted lost */
 	struct pt_stacks	*stacks;	/* NULL: no sampling (stacks.c) */
 	s64			sample_left;	/* pages to the next sample */
-	struct rnd_state	rnd;		/* draws the sampling intervals */
+	/*
+	 * Pages of the events written, by type - 1 (alloc, free, reclaim):
+	 * next to @stats, on the cache lines every event touches.
+	 */
+	u64			pages[PAGETRACE_EV_RECLAIM];
 	struct pagetrace_cpu_stats stats;
+	struct rnd_state	rnd;		/* draws the sampling intervals */
 	/* tgids named in the open chunk, direct-mapped; 0: empty */
 	u32			named[PT_NAME_CACHE];
 	/* Events an NMI dropped because @busy was set; see pt_writer_enter() */

@@ -161,6 +161,9 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
 	WRITE_ONCE(m->lost, c->stats.lost);
 	WRITE_ONCE(m->chunks, c->stats.chunks);
 	WRITE_ONCE(m->bytes, c->stats.bytes);
+	WRITE_ONCE(m->alloc_pages, c->pages[PAGETRACE_EV_ALLOC - 1]);
+	WRITE_ONCE(m->free_pages, c->pages[PAGETRACE_EV_FREE - 1] +
+				  c->pages[PAGETRACE_EV_RECLAIM - 1]);
 	/* Publish the chunk and the counters before the position; see pt_cpu. */
 	smp_store_release(&m->produced, c->produced_w);
 	/*
@@ -307,6 +310,8 @@ static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 		c->words[c->len++] = cpu_to_le64(npages);
 	}
 	c->stats.events++;
+	/* As in pt_emit_event(): type is 1 .. 3. */
+	c->pages[(unsigned long)type - 1] += npages;
 	return;
 lost:
 	c->lost++;
@@ -441,6 +446,11 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	c->words[c->len++] =
 		cpu_to_le64(pagetrace_event_word(delta, pfn, npages, type));
 	c->stats.events++;
+	/*
+	 * type is PAGETRACE_EV_ALLOC, _FREE or _RECLAIM; as an unsigned long
+	 * the - 1 folds into the displacement: one add to memory.
+	 */
+	c->pages[(unsigned long)type - 1] += npages;
 done:
 	pt_writer_exit(c);
 out:
