@@ -1032,6 +1032,34 @@ const struct pagetrace_meta_cpu *pgtrace_ring_cpu(const struct pgtrace_ring *r, 
 const struct pagetrace_header *pgtrace_ring_header(const struct pgtrace_ring *r,
 					      const void **snapshot,
 					      size_t *snapshot_len);
+/**
+ * struct pgtrace_ring_pages - the session's count of pages in use
+ * @snapshot: pages the memory map at start listed (its REC_SNAPSHOT)
+ * @alloc: pages of the alloc events recorded so far, every CPU
+ * @free: pages of the free and reclaim events recorded so far
+ * @in_use: @snapshot + @alloc - @free: the trace's pages in use
+ * @has_snapshot: the session has a memory map at start; without one
+ *	@snapshot is 0 and @in_use only the change since the start
+ *
+ * Events still in a CPU's open buffer are not counted yet (a flush or the
+ * next chunk close counts them); events overwritten in flight recorder
+ * mode stay counted.  Filtered and lost events are not in the trace and
+ * not counted.
+ */
+struct pgtrace_ring_pages {
+	uint64_t	snapshot;
+	uint64_t	alloc;
+	uint64_t	free;
+	int64_t		in_use;
+	int		has_snapshot;
+};
+/*
+ * The session's pages in use, from the meta counters of every CPU and the
+ * header's snapshot record: 0, or -EOPNOTSUPP if the module does not count
+ * pages (no PAGETRACE_META_PAGES).  Cheap (one pass over the CPUs' meta
+ * entries): made to be polled.
+ */
+int pgtrace_ring_pages(const struct pgtrace_ring *r, struct pgtrace_ring_pages *p);
 /*
  * @cpu's closed chunks not yet advanced past: returns how many (0 if none,
  * or -EINVAL for a CPU the ring does not have) and sets *@pos to the

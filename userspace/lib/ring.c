@@ -14,11 +14,14 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
 #include "libpagetrace.h"
+#include "internal.h"
 
 struct pgtrace_ring {
 	int				fd;
@@ -155,6 +158,53 @@ const struct pagetrace_header *pgtrace_ring_header(const struct pgtrace_ring *r,
 	if (snapshot_len)
 		*snapshot_len = r->meta->snapshot_size;
 	return (const void *)(base + r->meta->header_offset);
+}
+
+/*
+ * The pages the snapshot listed: its header record in the mapped header
+ * (little-endian, like the stream).  Whether there is one in *@found.
+ */
+static uint64_t snapshot_pages(const struct pgtrace_ring *r, int *found)
+{
+	const unsigned char *h = (const unsigned char *)r->map + r->meta->header_offset;
+	size_t off = sizeof(struct pagetrace_header), end = r->meta->header_size;
+
+	*found = 0;
+	if (!(pgtrace_load32(h + offsetof(struct pagetrace_header, flags)) &
+	      PAGETRACE_FLAG_SNAPSHOT))
+		return 0;
+	while (end - off >= sizeof(struct pagetrace_record)) {
+		uint32_t type = pgtrace_load32(h + off);
+		uint64_t size = pgtrace_load32(h + off + 4), padded = (size + 7) & ~7ULL;
+
+		if (type == PAGETRACE_REC_END || padded > end - off - 8)
+			break;
+		if (type == PAGETRACE_REC_SNAPSHOT &&
+		    size >= sizeof(struct pagetrace_rec_snapshot)) {
+			*found = 1;
+			return pgtrace_load64(h + off + 8 +
+					      offsetof(struct pagetrace_rec_snapshot, pages));
+		}
+		off += 8 + padded;
+	}
+	return 0;
+}
+
+int pgtrace_ring_pages(const struct pgtrace_ring *r, struct pgtrace_ring_pages *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (!(pgtrace_ring_flags(r) & PAGETRACE_META_PAGES))
+		return -EOPNOTSUPP;
+	p->snapshot = snapshot_pages(r, &p->has_snapshot);
+	for (unsigned int cpu = 0; cpu < r->meta->nr_cpus; cpu++) {
+		const struct pagetrace_meta_cpu *mc = meta_cpu(r, cpu);
+
+		/* Written racily by the writer at chunk close: whole u64s. */
+		p->alloc += __atomic_load_n(&mc->alloc_pages, __ATOMIC_RELAXED);
+		p->free += __atomic_load_n(&mc->free_pages, __ATOMIC_RELAXED);
+	}
+	p->in_use = (int64_t)(p->snapshot + p->alloc - p->free);
+	return 0;
 }
 
 /* The first chunk of @cpu not advanced past: ours, or the kernel's consumed. */
