@@ -36,8 +36,10 @@
 # Installing (scripts/test/check-packaging.sh tests these):
 # make install      pagetrace.ko for KVER to /lib/modules/KVER/extra (then
 #                   depmod), the udev rule, and under PREFIX (/usr/local) the
-#                   CLI, libpagetrace.a, the headers, man pages and bash
-#                   completion.  DESTDIR is respected (depmod is then skipped).
+#                   CLI, libpagetrace.a, the headers, man pages, bash
+#                   completion and pagetrace.service (not enabled), with its
+#                   settings in /etc/default/pagetrace (kept if there).
+#                   DESTDIR is respected (depmod is then skipped).
 #                   install-module and install-tools do either half.
 # make uninstall    removes exactly those files (uninstall-module/-tools)
 # make dkms-install the DKMS source to /usr/src/pagetrace-VERSION, then
@@ -113,6 +115,10 @@ INCLUDEDIR	?= $(PREFIX)/include
 MANDIR		?= $(PREFIX)/share/man
 BASHCOMPDIR	?= $(PREFIX)/share/bash-completion/completions
 UDEVRULESDIR	?= /etc/udev/rules.d
+# pagetrace.service and its settings (systemd/), installed disabled.
+# Debian 12 puts units in /lib/systemd/system (debian/rules says so).
+SYSTEMDUNITDIR	?= $(PREFIX)/lib/systemd/system
+DEFAULTDIR	?= /etc/default
 MODDIR		?= /lib/modules/$(KVER)/extra
 DKMS_SRCDIR	?= /usr/src/pagetrace-$(VERSION)
 DKMS_FILES	= Kbuild $(wildcard module/*.[ch]) uapi/linux/pagetrace.h
@@ -121,7 +127,8 @@ MAN_PAGES	= $(wildcard man/man[1-8]/*.[1-8])
 MODULE_FILES	= $(MODDIR)/pagetrace.ko $(UDEVRULESDIR)/60-pagetrace.rules
 TOOLS_FILES	= $(BINDIR)/pagetrace $(LIBDIR)/libpagetrace.a \
 		  $(INCLUDEDIR)/libpagetrace.h $(INCLUDEDIR)/linux/pagetrace.h \
-		  $(BASHCOMPDIR)/pagetrace $(patsubst man/%,$(MANDIR)/%,$(MAN_PAGES))
+		  $(BASHCOMPDIR)/pagetrace $(patsubst man/%,$(MANDIR)/%,$(MAN_PAGES)) \
+		  $(SYSTEMDUNITDIR)/pagetrace.service $(DEFAULTDIR)/pagetrace
 DEB_DIR		:= $(CURDIR)/build/deb
 CHROOT		?= $(CURDIR)/build/chroot
 DEB_MIRROR	?= http://deb.debian.org/debian
@@ -270,6 +277,16 @@ install-tools: userspace
 		echo "install -D -m 0644 $$f $(DESTDIR)$(MANDIR)/$${f#man/}"; \
 		install -D -m 0644 $$f $(DESTDIR)$(MANDIR)/$${f#man/}; \
 	done
+	@# The unit runs BINDIR's pagetrace; an edited settings file is kept.
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	sed 's|/usr/bin/pagetrace|$(BINDIR)/pagetrace|' systemd/pagetrace.service \
+		>$(DESTDIR)$(SYSTEMDUNITDIR)/pagetrace.service
+	@if [ -e $(DESTDIR)$(DEFAULTDIR)/pagetrace ]; then \
+		echo "keeping $(DESTDIR)$(DEFAULTDIR)/pagetrace (the new one: systemd/pagetrace.default)"; \
+	else \
+		echo "install -D -m 0644 systemd/pagetrace.default $(DESTDIR)$(DEFAULTDIR)/pagetrace"; \
+		install -D -m 0644 systemd/pagetrace.default $(DESTDIR)$(DEFAULTDIR)/pagetrace; \
+	fi
 
 uninstall: uninstall-module uninstall-tools
 
@@ -333,7 +350,7 @@ deb:
 	tar -cf - --exclude='*.o' --exclude='*.ko' --exclude='*.cmd' \
 		--exclude='*.mod' --exclude='*.mod.c' --exclude='*.order' \
 		--exclude='*.symvers' VERSION Kbuild Makefile dkms.conf README.md \
-		module uapi userspace man completion udev debian | \
+		module uapi userspace man completion udev systemd debian | \
 		tar -xf - -C $(DEB_DIR)/pagetrace-$(VERSION)
 	$(MAKE) -C $(DEB_DIR)/pagetrace-$(VERSION)/userspace clean >/dev/null
 	cd $(DEB_DIR)/pagetrace-$(VERSION) && dpkg-buildpackage -us -uc -b

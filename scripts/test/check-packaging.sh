@@ -18,13 +18,20 @@
 #               names a function the header does not declare
 #   completion  completion/pagetrace completes the commands, options and
 #               file names (bash, COMP_WORDS/COMP_CWORD/COMPREPLY)
+#   service     systemd/pagetrace.service loads the module and runs the flight
+#               recorder with the settings of systemd/pagetrace.default
+#               (every variable it uses is set there, every one set is
+#               used), and systemd-analyze verify finds nothing to say
 #   install     make install DESTDIR=tmp installs exactly the expected files,
 #               the installed CLI runs and the installed library links;
 #               make uninstall leaves no file behind
 #   namespace   the installed headers build in one translation unit with
 #               libipt's <intel-pt.h>, which also claims pt_
-#   deb         make deb (dpkg-buildpackage -b and lintian --fail-on error),
-#               skipped with PKG_DEB=0; the chroot test is `make check-deb`
+#   deb         make deb (dpkg-buildpackage -b and lintian --fail-on error);
+#               pagetrace-tools has the unit and /etc/default/pagetrace as a
+#               conffile, and its postinst enables the unit only if it was
+#               enabled before (an upgrade); skipped with PKG_DEB=0; the
+#               chroot test is `make check-deb`
 #
 # Each failure says what is missing and where, e.g. for a new CLI command
 # "man/man1/pagetrace.1 has no '.SS record' section under .SH COMMANDS".
@@ -40,7 +47,7 @@ TMP=$(mktemp -d) || exit 2
 trap 'rm -rf "$TMP"' EXIT
 
 echo "TAP version 13"
-echo "1..9"
+echo "1..10"
 n=0
 failed=0
 
@@ -197,6 +204,51 @@ else
 fi
 result completion
 
+# ---------------------------------------------------------------- service
+UNIT=systemd/pagetrace.service
+SETTINGS=systemd/pagetrace.default
+if [ ! -f "$UNIT" ] || [ ! -f "$SETTINGS" ]; then
+	diag "$UNIT or $SETTINGS is missing"
+else
+	# The unit's lines with continuations joined, as systemd reads them.
+	sed -e ':a' -e '/\\$/{N;s/\\\n/ /;ba' -e '}' "$UNIT" >"$TMP/unit"
+	grep -qx 'EnvironmentFile=/etc/default/pagetrace' "$TMP/unit" ||
+		diag "$UNIT: no EnvironmentFile=/etc/default/pagetrace"
+	grep -q '^ExecStartPre=.*modprobe pagetrace' "$TMP/unit" ||
+		diag "$UNIT: no ExecStartPre= that loads the module (modprobe pagetrace)"
+	start=$(sed -n 's/^ExecStart=//p' "$TMP/unit")
+	for o in /usr/bin/pagetrace record --flight-recorder -o --max-files; do
+		grep -qE -- "(^| )$o( |\$)" <<<"$start" ||
+			diag "$UNIT: ExecStart= has no '$o': '$start'"
+	done
+	grep -qx 'WantedBy=multi-user.target' "$TMP/unit" ||
+		diag "$UNIT: no WantedBy=multi-user.target under [Install] (systemctl enable)"
+	# The variables of the Exec lines ("$$" is the shell's "$") and the settings.
+	grep '^Exec' "$TMP/unit" | sed 's/\$\$//g' | grep -oE '\$\{?[A-Za-z_][A-Za-z0-9_]*' |
+		tr -d '${' | sort -u >"$TMP/used"
+	sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' "$SETTINGS" | sort -u >"$TMP/set"
+	comm -23 "$TMP/used" "$TMP/set" | while read -r v; do
+		diag "$UNIT uses \$$v, which $SETTINGS does not set"
+	done
+	comm -13 "$TMP/used" "$TMP/set" | while read -r v; do
+		diag "$SETTINGS sets $v, which $UNIT does not use"
+	done
+	# systemd's own check.  It wants the programs there: the built CLI
+	# stands in for /usr/bin/pagetrace (the man page is man-lint's).
+	if ! command -v systemd-analyze >/dev/null; then
+		echo "# systemd-analyze missing (apt install systemd): the unit is not verified"
+	elif [ -x "$CLI" ]; then
+		mkdir -p "$TMP/unitdir"
+		sed "s|/usr/bin/pagetrace|$CLI|" "$UNIT" >"$TMP/unitdir/pagetrace.service"
+		if ! systemd-analyze verify --man=no "$TMP/unitdir/pagetrace.service" \
+			>"$TMP/verify.log" 2>&1 || [ -s "$TMP/verify.log" ]; then
+			diag "systemd-analyze verify $UNIT:"
+			sed "s|$TMP/unitdir/||" "$TMP/verify.log" >>"$TMP/diag"
+		fi
+	fi
+fi
+result service
+
 # ---------------------------------------------------------------- install
 D=$TMP/destdir
 mkdir -p "$D"
@@ -214,6 +266,8 @@ else
 			echo "usr/local/$f"
 		done
 		for p in $pages; do echo "usr/local/share/man/$p"; done
+		echo "usr/local/lib/systemd/system/pagetrace.service"
+		echo "etc/default/pagetrace"
 	} | sort >"$TMP/want"
 	(cd "$D" && find . -type f -o -type l) | sed 's|^\./||' | sort >"$TMP/got"
 	if ! cmp -s "$TMP/want" "$TMP/got"; then
@@ -222,6 +276,9 @@ else
 	fi
 	"$D/usr/local/bin/pagetrace" --version >/dev/null ||
 		diag "the installed pagetrace --version failed"
+	grep -q '^ExecStart=/usr/local/bin/pagetrace record ' \
+		"$D/usr/local/lib/systemd/system/pagetrace.service" 2>/dev/null ||
+		diag "the installed pagetrace.service does not run /usr/local/bin/pagetrace"
 	cat >"$TMP/prog.c" <<-'EOF'
 	#include <libpagetrace.h>
 	int main(void) { return pgtrace_event_type_name(PGTRACE_EV_ALLOC)[0] != 'a'; }
@@ -281,9 +338,34 @@ else
 		grep -E '^E: |error' "$TMP/deb.log" | head -n 20 >>"$TMP/diag"
 		tail -n 10 "$TMP/deb.log" >>"$TMP/diag"
 	else
-		for p in pagetrace-dkms_"$ver"_all.deb pagetrace-tools_"$ver"_"$(dpkg --print-architecture)".deb; do
-			[ -f "build/deb/$p" ] || diag "make deb did not produce build/deb/$p"
+		tools=build/deb/pagetrace-tools_"$ver"_"$(dpkg --print-architecture)".deb
+		for p in build/deb/pagetrace-dkms_"$ver"_all.deb "$tools"; do
+			[ -f "$p" ] || diag "make deb did not produce $p"
 		done
+		# The service: installed, its settings a conffile, not enabled.
+		if [ -f "$tools" ]; then
+			dpkg-deb -c "$tools" | awk '{ print $NF }' >"$TMP/deb.files"
+			for f in /usr/bin/pagetrace /lib/systemd/system/pagetrace.service \
+				/etc/default/pagetrace; do
+				grep -qx "\\.$f" "$TMP/deb.files" || diag "$tools does not install $f"
+			done
+			dpkg-deb -e "$tools" "$TMP/ctl"
+			grep -qx /etc/default/pagetrace "$TMP/ctl/conffiles" 2>/dev/null ||
+				diag "$tools: /etc/default/pagetrace is not a conffile"
+			# dh_installsystemd --no-enable: "enable" only for a unit installed
+			# before (an upgrade keeps it as the administrator left it):
+			# inside "if deb-systemd-helper debian-installed ...; then".
+			for s in preinst postinst; do
+				[ -f "$TMP/ctl/$s" ] || continue
+				awk -v f="$tools $s" '
+					/^[ \t]*if / { depth++
+						if (!guard && /debian-installed/) guard = depth }
+					/(systemctl|deb-systemd-helper).* enable/ && !guard {
+						print f " enables the service: " $0 }
+					/^[ \t]*fi([ \t;]|$)/ { if (guard == depth) guard = 0; depth-- }
+				' "$TMP/ctl/$s" >>"$TMP/diag"
+			done
+		fi
 		# Lintian warnings are not failures, but show them.
 		grep -E '^[WI]: ' "$TMP/deb.log" | sed 's/^/lintian: /' | head -n 20 |
 			while read -r l; do echo "# $l"; done
