@@ -55,7 +55,9 @@
  *   snapshot         {"events", "pages"} allocations in snapshot chunks,
  *                    counted as in use from the start
  *   unmatched        {"free": {"events", "pages"}, "reclaim": ...} pages
- *                    freed/reclaimed but not known to be allocated
+ *                    freed/reclaimed but not known to be allocated;
+ *                    "in_snapshot": the same for those of them while the
+ *                    snapshot was taken (allocated before the trace)
  *   realloc_events   allocations of a block already allocated
  *   late_events      events the time ordering got wrong (0: exact)
  *   stacks           only for traces with sampled call stacks: {"rate",
@@ -195,9 +197,15 @@ static void print_analysis_json(const struct pagetrace_header *h,
 	       a->snapshot_events, a->snapshot_pages);
 	printf(", \"unmatched\": {\"free\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64
 	       "}, \"reclaim\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64
-	       "}}, \"realloc_events\": %" PRIu64 ", \"late_events\": %" PRIu64,
+	       "}, \"in_snapshot\": {\"free\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64
+	       "}, \"reclaim\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64
+	       "}}}, \"realloc_events\": %" PRIu64 ", \"late_events\": %" PRIu64,
 	       a->unmatched_events[PGTRACE_EV_FREE], a->unmatched_pages[PGTRACE_EV_FREE],
 	       a->unmatched_events[PGTRACE_EV_RECLAIM], a->unmatched_pages[PGTRACE_EV_RECLAIM],
+	       a->unmatched_in_snapshot_events[PGTRACE_EV_FREE],
+	       a->unmatched_in_snapshot_pages[PGTRACE_EV_FREE],
+	       a->unmatched_in_snapshot_events[PGTRACE_EV_RECLAIM],
+	       a->unmatched_in_snapshot_pages[PGTRACE_EV_RECLAIM],
 	       a->realloc_events, a->late_events);
 }
 
@@ -354,6 +362,12 @@ static void print_analysis_text(const struct pagetrace_header *h,
 	       " reclaims (%" PRIu64 " pages) of pages not known allocated\n",
 	       a->unmatched_events[PGTRACE_EV_FREE], a->unmatched_pages[PGTRACE_EV_FREE],
 	       a->unmatched_events[PGTRACE_EV_RECLAIM], a->unmatched_pages[PGTRACE_EV_RECLAIM]);
+	if (a->unmatched_in_snapshot_events[PGTRACE_EV_FREE] ||
+	    a->unmatched_in_snapshot_events[PGTRACE_EV_RECLAIM])
+		printf("                 of them while the snapshot was taken (allocated before "
+		       "the trace): %" PRIu64 " frees, %" PRIu64 " reclaims\n",
+		       a->unmatched_in_snapshot_events[PGTRACE_EV_FREE],
+		       a->unmatched_in_snapshot_events[PGTRACE_EV_RECLAIM]);
 	if (a->realloc_events || a->late_events)
 		printf("warnings:        %" PRIu64 " allocations of allocated blocks, %" PRIu64
 		       " events out of time order\n", a->realloc_events, a->late_events);

@@ -390,6 +390,17 @@ static __attribute__((noinline)) int end_slow(struct pgtrace_analysis *a, uint64
 		a->unmatched_pages[type] += rem;
 		if (!matched)
 			a->unmatched_events[type]++;
+		/*
+		 * Freed while the snapshot's walk ran, before it reached the
+		 * page: allocated before the trace, as a free without a
+		 * snapshot is.  After the walk, a page not known allocated
+		 * means an allocation the trace does not hold.
+		 */
+		if (t <= m->snap_end_ns) {
+			a->unmatched_in_snapshot_pages[type] += rem;
+			if (!matched)
+				a->unmatched_in_snapshot_events[type]++;
+		}
 	}
 	return 0;
 }

@@ -667,6 +667,12 @@ struct pgtrace_analysis_params {
  * @peak_in_use, @peak_ns: most pages allocated at once, and when first
  * @unmatched_events, @unmatched_pages: frees (index PGTRACE_EV_FREE) and
  *	reclaims (PGTRACE_EV_RECLAIM) of pages not known to be allocated
+ * @unmatched_in_snapshot_events, @unmatched_in_snapshot_pages: those of
+ *	@unmatched_events and @unmatched_pages that came while the snapshot
+ *	was taken (up to the kernel's start counters): pages allocated before
+ *	the trace and freed before the walk reached them.  In a trace with a
+ *	snapshot, unmatched frees after it and @realloc_events each mean an
+ *	event the trace does not hold (an allocation, a free).
  * @realloc_events: allocations of a block already allocated (replaced)
  * @late_events: events released out of time order (a CPU silent longer
  *	than hold_ns, or more than max_held queued); 0 means exact order
@@ -697,6 +703,8 @@ struct pgtrace_analysis {
 	uint64_t		peak_ns;
 	uint64_t		unmatched_events[4];
 	uint64_t		unmatched_pages[4];
+	uint64_t		unmatched_in_snapshot_events[4];
+	uint64_t		unmatched_in_snapshot_pages[4];
 	uint64_t		realloc_events;
 	uint64_t		late_events;
 	uint64_t		max_held_seen;

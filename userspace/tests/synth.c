@@ -49,19 +49,36 @@ static void put_record(struct synth *s, uint32_t type, const void *p, uint32_t s
 	synth_put(s, zero, (8 - size % 8) % 8);
 }
 
+static const struct pgtrace_zone synth_zone = {
+	.node = 0, .zone = 1, .start_pfn = 0x1000, .end_pfn = 0x100000,
+	.present_pages = 0xfe000, .name = "DMA32",
+};
+
+static void init_header(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+			unsigned int flags, const struct pgtrace_zone *zones,
+			unsigned int nr_zones, uint64_t counters_ns);
+
 void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		unsigned int flags)
 {
-	static const struct pgtrace_zone z = {
-		.node = 0, .zone = 1, .start_pfn = 0x1000, .end_pfn = 0x100000,
-		.present_pages = 0xfe000, .name = "DMA32",
-	};
+	init_header(s, nr_cpus, chunk_size, flags, &synth_zone, 1, 0);
+}
 
-	synth_init_zones(s, nr_cpus, chunk_size, flags, &z, 1);
+void synth_init_counted(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+			unsigned int flags, uint64_t counters_ns)
+{
+	init_header(s, nr_cpus, chunk_size, flags, &synth_zone, 1, counters_ns);
 }
 
 void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		      unsigned int flags, const struct pgtrace_zone *zones, unsigned int nr_zones)
+{
+	init_header(s, nr_cpus, chunk_size, flags, zones, nr_zones, 0);
+}
+
+static void init_header(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+			unsigned int flags, const struct pgtrace_zone *zones,
+			unsigned int nr_zones, uint64_t counters_ns)
 {
 	struct pagetrace_rec_session ses = {
 		.nr_bufs = htole32(4), .backend = htole32(PAGETRACE_BACKEND_KPROBE),
@@ -143,6 +160,20 @@ void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_
 
 		s->filter_rec_off = s->len + 8;
 		put_record(s, PAGETRACE_REC_FILTER, &f, sizeof(f));
+	}
+	if (counters_ns) {
+		struct {
+			struct pagetrace_rec_counters c;
+			struct pagetrace_zone_counters z;
+		} rc = {
+			.c = { .time_ns = htole64(counters_ns), .nr_zones = htole32(1) },
+			.z = { .node = htole32(zones[0].node), .zone = htole32(zones[0].zone),
+			       .present_pages = htole64(zones[0].present_pages),
+			       .managed_pages = htole64(zones[0].present_pages),
+			       .free_pages = htole64(zones[0].present_pages / 2) },
+		};
+
+		put_record(s, PAGETRACE_REC_COUNTERS, &rc, sizeof(rc));
 	}
 	put_record(s, PAGETRACE_REC_END, NULL, 0);
 	h->header_size = s->len - hdr_start;

@@ -55,6 +55,12 @@ struct synth {
 void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		unsigned int flags);
 /* The same with these zone records (node, zone, PFNs, present, name). */
+/*
+ * synth_init() with the kernel's start counters in the header, read at
+ * @counters_ns: the end of the snapshot for the analysis.
+ */
+void synth_init_counted(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+			unsigned int flags, uint64_t counters_ns);
 void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		      unsigned int flags, const struct pgtrace_zone *zones, unsigned int nr_zones);
 void synth_free(struct synth *s);

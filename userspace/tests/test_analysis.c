@@ -363,6 +363,39 @@ TEST(max_held_bounds_memory)
 	synth_free(&s);
 }
 
+/*
+ * A free of a page not known allocated while the snapshot is taken (up to
+ * the start counters) is of a page allocated before the trace; one after
+ * it is an allocation the trace does not hold.  Both are unmatched; only
+ * the first is "in the snapshot".
+ */
+TEST(unmatched_in_snapshot)
+{
+	struct pgtrace_analysis a;
+	struct synth s;
+
+	synth_init_counted(&s, 2, 4096, PAGETRACE_FLAG_SNAPSHOT, SEC + 100 * US);
+	synth_snapshot(&s, 0);
+	synth_event(&s, 0, SEC / 2, A, 0x8000, 8);
+	synth_flush(&s, 0, 0);
+	synth_event(&s, 1, SEC + 10 * US, F, 0x9000, 4);
+	synth_event(&s, 1, SEC + 20 * US, F, 0x8000, 8);
+	synth_event(&s, 1, SEC + 200 * US, R, 0xa000, 1);
+	synth_event(&s, 1, SEC + 300 * US, F, 0xb000, 2);
+	synth_flush_all(&s);
+	ASSERT_EQ(0, collect(&s, &a, NULL));
+	EXPECT_TRUE(a.counters_marked);
+	EXPECT_EQ(2, a.unmatched_events[F]);
+	EXPECT_EQ(6, a.unmatched_pages[F]);
+	EXPECT_EQ(1, a.unmatched_events[R]);
+	EXPECT_EQ(1, a.unmatched_in_snapshot_events[F]);
+	EXPECT_EQ(4, a.unmatched_in_snapshot_pages[F]);
+	EXPECT_EQ(0, a.unmatched_in_snapshot_events[R]);
+	EXPECT_EQ(0, a.realloc_events);
+	pgtrace_analysis_free(&a);
+	synth_free(&s);
+}
+
 /* Unordered: the same counts as the full analysis, no time-order results. */
 TEST(unordered_counts)
 {

@@ -200,7 +200,8 @@ TEST_F(an, stats_json)
 		     "zone DMA32 0 4096 {'alloc': 2, 'free': 1, 'reclaim': 1} 4"
 		     " {'alloc': 0, 'free': 0, 'reclaim': 64}\n"
 		     "unmatched {'free': {'events': 0, 'pages': 0}, 'reclaim': {'events': 1,"
-		     " 'pages': 64}} 0 0\n"
+		     " 'pages': 64}, 'in_snapshot': {'free': {'events': 0, 'pages': 0},"
+		     " 'reclaim': {'events': 0, 'pages': 0}}} 0 0\n"
 		     "rate 1000000 [[2, 1, 2, 0]] []\n"
 		     "old 5 {'alloc': 2, 'free': 1, 'reclaim': 2} 3\n", slurp(dir, "py"));
 	/* --quick: the same counts, none of the time-order results. */
