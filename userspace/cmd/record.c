@@ -20,7 +20,7 @@
  * PAGETRACE_FLAG_OVERWRITE, and seq gaps mark what was overwritten.
  *
  * Triggers (--trigger, flight recorder only): -o names a directory, and
- * each time a trigger fires (trigger.c: oom, psi, signal), after --post
+ * each time a trigger fires (trigger.c: oom, psi, inuse, signal), after --post
  * seconds more of recording, the snapshot goes to a new file there with a
  * JSON sidecar saying which trigger fired, when, and the span the trace
  * covers (trigger_file.c).  Nothing is written at the stop unless a
@@ -71,6 +71,7 @@ struct rec {
 	struct trigger	trig[TRIGGER_MAX];
 	int		nr_trig;
 	bool		trig_signal;	/* --trigger signal */
+	bool		trig_inuse;	/* an inuse trigger: needs the snapshot */
 	uint64_t	keep;		/* --keep, all CPUs together */
 	double		post;		/* --post seconds */
 	unsigned int	max_files;	/* --max-files, 0: no limit */
@@ -100,6 +101,7 @@ struct rec {
 	/* triggers */
 	const struct trigger *pending;	/* fired, waiting out --post */
 	char		pending_detail[256];
+	int64_t		pending_inuse;	/* inuse: the count that fired it */
 	double		pending_at;	/* elapsed() when it fired */
 	uint64_t	pending_mono;	/* CLOCK_MONOTONIC ns then */
 	unsigned int	coalesced;	/* firings while one was pending */
@@ -139,7 +141,9 @@ static void record_usage(FILE *f)
 		"  -t, --trigger EXPR     (flight recorder) write a trace file to DIR each\n"
 		"                         time EXPR fires: oom (an OOM kill), signal\n"
 		"                         (SIGUSR1), psi=some|full:STALL_US/WINDOW_US[@CGROUP]\n"
-		"                         (memory pressure, system-wide or of a cgroup v2)\n"
+		"                         (memory pressure, system-wide or of a cgroup v2),\n"
+		"                         inuse>PAGES or inuse>SIZE (the trace's pages in\n"
+		"                         use went above PAGES, or SIZE with K/M/G/T)\n"
 		"      --keep SIZE        with --trigger: keep about SIZE in all (default\n"
 		"                         64M), split over the CPUs\n"
 		"      --post SECS        with --trigger: record SECS more before writing\n"
@@ -210,6 +214,41 @@ static int write_param(const char *name, long val)
 	return ret;
 }
 
+/* A parameter as its file says it ("Y\n" for a bool): 0 or -errno. */
+static int read_param_str(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static int write_param_str(const char *name, const char *val)
+{
+	char path[128];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 /* Say loudly why the device cannot be used. */
 static void device_error(int err)
 {
@@ -237,12 +276,33 @@ static void device_error(int err)
 /*
  * Open the device.  With --buffer-size the module's parameters are set for
  * this one session (they are read when a session starts) and put back
- * right after, so other sessions keep the administrator's settings.
+ * right after, so other sessions keep the administrator's settings.  An
+ * inuse trigger turns the memory map at start (snapshot) on the same way:
+ * the trace's count of pages in use starts from it.
  */
 static int open_device(struct rec *r)
 {
 	long old_size = -1, old_nr = -1;
+	char old_snap[16] = "";
 	int ret = 0, err;
+
+	if (r->trig_inuse) {
+		if (read_param_str("snapshot", old_snap, sizeof(old_snap))) {
+			device_error(access(DEV, F_OK) ? errno : ENODEV);
+			return -1;
+		}
+		if (strcmp(old_snap, "Y") && strcmp(old_snap, "1")) {
+			ret = write_param_str("snapshot", "1");
+			if (ret) {
+				fprintf(stderr, "pagetrace: cannot turn the memory map at start "
+					"on (" PARAMS "snapshot), which inuse needs: %s\n",
+					strerror(-ret));
+				return -1;
+			}
+		} else {
+			old_snap[0] = '\0';	/* on already: nothing to put back */
+		}
+	}
 
 	if (r->buffer_size) {
 		uint64_t page = sysconf(_SC_PAGESIZE);
@@ -278,6 +338,8 @@ static int open_device(struct rec *r)
 				"): %s%s\n", strerror(-ret),
 				ret == -EACCES || ret == -EPERM ? ": recording needs root" : "");
 			write_param("buf_size", old_size);
+			if (old_snap[0])
+				write_param_str("snapshot", old_snap);
 			return -1;
 		}
 	}
@@ -287,6 +349,8 @@ static int open_device(struct rec *r)
 		write_param("buf_size", old_size);
 		write_param("nr_bufs", old_nr);
 	}
+	if (old_snap[0])
+		write_param_str("snapshot", old_snap);
 	if (r->dev < 0) {
 		device_error(err);
 		return -1;
@@ -714,6 +778,8 @@ static int parse_args(struct rec *r, int argc, char **argv)
 			}
 			if (r->trig[r->nr_trig].kind == TRIGGER_SIGNAL)
 				r->trig_signal = true;
+			if (r->trig[r->nr_trig].kind == TRIGGER_INUSE)
+				r->trig_inuse = true;
 			r->nr_trig++;
 			break;
 		case 'K':
@@ -820,11 +886,19 @@ static int open_trigger_dir(struct rec *r)
 	return 0;
 }
 
-static int arm_triggers(struct rec *r)
+/*
+ * Arm the triggers that need no session (@session false: before the
+ * device is opened, so that a bad one costs nothing), or those that count
+ * in the mapped session (inuse; @session true, once it is mapped).
+ */
+static int arm_triggers(struct rec *r, bool session)
 {
 	char err[TRIGGER_PATH_MAX + 256];
 
 	for (int i = 0; i < r->nr_trig; i++) {
+		if ((r->trig[i].kind == TRIGGER_INUSE) != session)
+			continue;
+		r->trig[i].ring = r->ring;
 		if (trigger_arm(&r->trig[i], err, sizeof(err))) {
 			fprintf(stderr, "pagetrace: --trigger: %s\n", err);
 			return -1;
@@ -957,6 +1031,7 @@ static int trigger_dump(struct rec *r)
 	struct trigger_record rec = {
 		.t = r->pending, .bin = bin, .detail = r->pending_detail,
 		.n = r->dumps + 1, .coalesced = r->coalesced, .post_s = r->post,
+		.inuse_pages = r->pending_inuse,
 		.fired_mono_ns = r->pending_mono, .mono_to_real_ns = mono_to_real,
 		.span = &span,
 	};
@@ -1029,6 +1104,7 @@ static void trigger_fired(struct rec *r, const struct trigger *t, const char *de
 	r->pending_at = elapsed(r);
 	r->pending_mono = clock_ns(CLOCK_MONOTONIC);
 	snprintf(r->pending_detail, sizeof(r->pending_detail), "%s", detail);
+	r->pending_inuse = t->inuse_seen;
 	if (r->post > 0 && !r->quiet && !r->json) {
 		if (r->status_line)
 			fputc('\n', stderr);
@@ -1094,7 +1170,8 @@ int cmd_record(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct pollfd pfd[1 + TRIGGER_MAX];
 	const struct trigger *sig_trig = NULL;
-	bool oom_trig = false, dump_failed = false;
+	bool dump_failed = false;
+	int poll_ms = 0;	/* the oom and inuse triggers read counters */
 	uint64_t last_events = 0;
 	double last_t = 0, stop_at;
 	int ret = EXIT_TRACE;
@@ -1105,8 +1182,12 @@ int cmd_record(int argc, char **argv)
 	for (int i = 0; i < r.nr_trig; i++) {
 		if (r.trig[i].kind == TRIGGER_SIGNAL)
 			sig_trig = &r.trig[i];
-		if (r.trig[i].kind == TRIGGER_OOM)
-			oom_trig = true;
+		if (r.trig[i].kind == TRIGGER_OOM &&
+		    (!poll_ms || poll_ms > TRIGGER_OOM_POLL_MS))
+			poll_ms = TRIGGER_OOM_POLL_MS;
+		if (r.trig[i].kind == TRIGGER_INUSE &&
+		    (!poll_ms || poll_ms > TRIGGER_INUSE_POLL_MS))
+			poll_ms = TRIGGER_INUSE_POLL_MS;
 	}
 	r.status_line = isatty(STDERR_FILENO) && !r.quiet && !r.json;
 
@@ -1131,12 +1212,18 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGCHLD, &sa, NULL);
 
-	if (r.nr_trig && (open_trigger_dir(&r) || arm_triggers(&r)))
+	if (r.nr_trig && (open_trigger_dir(&r) || arm_triggers(&r, false)))
 		goto out;
 	if (open_device(&r))
 		goto out;
 	if (map_session(&r))
 		goto out;
+	if (r.trig_inuse && arm_triggers(&r, true))
+		goto out;
+	for (int i = 0; i < r.nr_trig && !r.quiet && !r.json; i++)
+		if (r.trig[i].kind == TRIGGER_INUSE)
+			fprintf(stderr, "pagetrace: %s: %" PRId64 " pages in use now, by the "
+				"trace's count\n", r.trig[i].expr, r.trig[i].inuse_seen);
 	if (!r.nr_trig && (open_output(&r) || write_header(&r)))
 		goto out;
 
@@ -1202,8 +1289,8 @@ int cmd_record(int argc, char **argv)
 			status(&r, &last_t, &last_events);
 		if (stop_at > 0 && (stop_at - now) * 1000 < ms)
 			ms = (stop_at - now) * 1000 + 1;
-		if (oom_trig && ms > TRIGGER_OOM_POLL_MS)
-			ms = TRIGGER_OOM_POLL_MS;
+		if (poll_ms && ms > poll_ms)
+			ms = poll_ms;
 		if (r.pending && (r.pending_at + r.post - now) * 1000 < ms)
 			ms = (r.pending_at + r.post - now) * 1000 + 1;
 		if (ms < 1)

@@ -12,6 +12,15 @@
  * psi uses the kernel's own PSI trigger interface: "some|full STALL WINDOW"
  * written to a memory pressure file, then poll() says POLLPRI when the
  * tasks stalled STALL us in any WINDOW us; POLLERR when the cgroup is gone.
+ *
+ * inuse reads the session's own count of pages in use every
+ * TRIGGER_INUSE_POLL_MS: the snapshot's pages plus the pages of every
+ * alloc event recorded minus those of every free and reclaim, which the
+ * module adds up per CPU and publishes in the meta area at each chunk
+ * close (pgtrace_ring_pages()).  Nothing is decoded: the flight recorder
+ * does not read its events until a trigger fires.  A flight recorder has
+ * no timed flush, so the count lags by the events in each CPU's open
+ * buffer (at most one buffer's worth per CPU).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "libpagetrace.h"
 #include "trigger.h"
 
 #define PSI_SYSTEM	"/proc/pressure/memory"
@@ -32,6 +42,7 @@ const char *trigger_name(const struct trigger *t)
 	case TRIGGER_SIGNAL:	return "signal";
 	case TRIGGER_OOM:	return "oom";
 	case TRIGGER_PSI:	return "psi";
+	case TRIGGER_INUSE:	return "inuse";
 	}
 	return "?";
 }
@@ -119,6 +130,69 @@ too_long:
 	return -EINVAL;
 }
 
+/*
+ * "inuse>PAGES" or "inuse>SIZE": PAGES a whole number of pages, SIZE
+ * bytes with a K, M, G or T suffix (powers of 1024; "Gi", "GB", "GiB"
+ * too), in whole pages of this machine's size, rounded down.
+ */
+static int parse_inuse(const char *expr, struct trigger *t, char *err, size_t len)
+{
+	const char *s = expr + 5, *unit;
+	uint64_t v, page = (uint64_t)sysconf(_SC_PAGESIZE);
+	unsigned int shift = 0;
+	char *end;
+
+	if (*s != '>') {
+		snprintf(err, len, "'%s': expected inuse>PAGES or inuse>SIZE (pages in use "
+			 "by the trace's count, e.g. inuse>500000 or inuse>2G)", expr);
+		return -EINVAL;
+	}
+	s++;
+	if (*s < '0' || *s > '9')
+		goto bad;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		goto too_large;
+	unit = end;
+	switch (*unit) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	default: goto bad;
+	}
+	if (shift) {
+		unit++;
+		if (*unit == 'i')
+			unit++;
+		if (*unit == 'B')
+			unit++;
+		if (*unit)
+			goto bad;
+		if (v > UINT64_MAX >> shift)
+			goto too_large;
+		v = (v << shift) / page;
+	}
+	if (v > INT64_MAX)
+		goto too_large;
+	if (!v) {
+		snprintf(err, len, "'%s': the limit must be at least one page (%" PRIu64
+			 " bytes)", expr, page);
+		return -EINVAL;
+	}
+	t->inuse_limit = v;
+	return 0;
+bad:
+	snprintf(err, len, "'%s': PAGES must be a whole number of pages, or a size "
+		 "with a K, M, G or T suffix (e.g. inuse>500000 or inuse>2G)", expr);
+	return -EINVAL;
+too_large:
+	snprintf(err, len, "'%s': the limit is too large", expr);
+	return -EINVAL;
+}
+
 int trigger_parse(const char *expr, struct trigger *t, char *err, size_t len)
 {
 	memset(t, 0, sizeof(*t));
@@ -141,11 +215,11 @@ int trigger_parse(const char *expr, struct trigger *t, char *err, size_t len)
 		return parse_psi(expr + 4, t, err, len);
 	}
 	if (!strncmp(expr, "inuse", 5)) {
-		snprintf(err, len, "'%s': inuse>PAGES is not implemented yet", expr);
-		return -EINVAL;
+		t->kind = TRIGGER_INUSE;
+		return parse_inuse(expr, t, err, len);
 	}
 	snprintf(err, len, "unknown trigger '%s' (oom, psi=some|full:STALL_US/WINDOW_US"
-		 "[@CGROUP], signal)", expr);
+		 "[@CGROUP], inuse>PAGES, signal)", expr);
 	return -EINVAL;
 }
 
@@ -176,6 +250,7 @@ int trigger_read_oom_kills(uint64_t *n)
 
 int trigger_arm(struct trigger *t, char *err, size_t len)
 {
+	struct pgtrace_ring_pages p;
 	char cmd[64];
 	int n, ret;
 
@@ -210,6 +285,26 @@ int trigger_arm(struct trigger *t, char *err, size_t len)
 			return ret;
 		}
 		return 0;
+	case TRIGGER_INUSE:
+		if (!t->ring) {
+			snprintf(err, len, "%s: no session to count pages in", t->expr);
+			return -EINVAL;
+		}
+		ret = pgtrace_ring_pages(t->ring, &p);
+		if (ret) {
+			snprintf(err, len, "%s: the module does not count the pages of its "
+				 "events (older than this tool?)", t->expr);
+			return ret;
+		}
+		if (!p.has_snapshot) {
+			snprintf(err, len, "%s: the session has no memory map at start (the "
+				 "module's snapshot parameter is off, or the map failed), so "
+				 "the pages in use before it are unknown", t->expr);
+			return -ENODATA;
+		}
+		t->above = false;
+		t->inuse_seen = p.in_use;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -223,6 +318,7 @@ void trigger_disarm(struct trigger *t)
 
 int trigger_check(struct trigger *t, short revents, char *detail, size_t len)
 {
+	struct pgtrace_ring_pages p;
 	uint64_t n;
 
 	switch (t->kind) {
@@ -243,6 +339,21 @@ int trigger_check(struct trigger *t, short revents, char *detail, size_t len)
 			return 0;
 		snprintf(detail, len, "%s %" PRIu64 " %" PRIu64 " on %s",
 			 t->full ? "full" : "some", t->stall_us, t->window_us, t->path);
+		return 1;
+	case TRIGGER_INUSE:
+		if (!t->ring || pgtrace_ring_pages(t->ring, &p))
+			return 0;
+		t->inuse_seen = p.in_use;
+		if (p.in_use <= (int64_t)t->inuse_limit) {
+			t->above = false;	/* re-armed */
+			return 0;
+		}
+		if (t->above)
+			return 0;
+		t->above = true;
+		snprintf(detail, len, "inuse %" PRId64 " pages > %" PRIu64 " (snapshot %"
+			 PRIu64 " + allocated %" PRIu64 " - freed %" PRIu64 ")", p.in_use,
+			 t->inuse_limit, p.snapshot, p.alloc, p.free);
 		return 1;
 	}
 	return 0;

@@ -19,11 +19,16 @@
 #define TRIGGER_PSI_WIN_MAX_US	10000000ULL
 /* How often the oom trigger reads /proc/vmstat. */
 #define TRIGGER_OOM_POLL_MS	100
+/* How often the inuse trigger reads the session's page counters. */
+#define TRIGGER_INUSE_POLL_MS	100
+
+struct pgtrace_ring;
 
 enum trigger_kind {
 	TRIGGER_SIGNAL,		/* SIGUSR1 */
 	TRIGGER_OOM,		/* /proc/vmstat oom_kill went up */
 	TRIGGER_PSI,		/* a PSI trigger on a memory pressure file */
+	TRIGGER_INUSE,		/* the trace's pages in use went above a limit */
 };
 
 struct trigger {
@@ -34,12 +39,18 @@ struct trigger {
 	uint64_t	stall_us;
 	uint64_t	window_us;
 	char		path[TRIGGER_PATH_MAX];	/* the pressure file */
+	/* inuse */
+	uint64_t	inuse_limit;		/* pages; fires above it */
 	/* armed state */
 	int		fd;			/* psi: the pressure file, else -1 */
 	uint64_t	oom_kills;		/* oom: the counter when last read */
+	/* inuse: the session, set by the caller before trigger_arm() */
+	const struct pgtrace_ring *ring;
+	bool		above;			/* inuse: fired, not re-armed yet */
+	int64_t		inuse_seen;		/* inuse: the count last read */
 };
 
-/* The trigger's short name for file names: "signal", "oom", "psi". */
+/* The trigger's short name for file names: "signal", "oom", "psi", "inuse". */
 const char *trigger_name(const struct trigger *t);
 
 /*
@@ -51,7 +62,9 @@ int trigger_parse(const char *expr, struct trigger *t, char *err, size_t len);
 
 /*
  * Arm @t: a PSI trigger is written to its pressure file, oom reads the
- * counter's current value.  0 or -errno, with why in @err.
+ * counter's current value, inuse checks that @t->ring (the caller's
+ * mapped session) counts pages and has a memory map at start.  0 or
+ * -errno, with why in @err.
  */
 int trigger_arm(struct trigger *t, char *err, size_t len);
 void trigger_disarm(struct trigger *t);
@@ -61,6 +74,11 @@ void trigger_disarm(struct trigger *t);
  * t->fd (0 if not polled).  Signals are the caller's.  Returns 1 fired,
  * 0 not, -errno when it can no longer fire (the cgroup went away).
  * @detail (@len bytes) says what was seen, e.g. "oom_kill 3 -> 4".
+ *
+ * inuse fires once per crossing: when a check finds the count above the
+ * limit and the previous one did not (the first check after arming
+ * counts as a crossing if the count is above already); it is re-armed by
+ * a check that finds the count at or below the limit.
  */
 int trigger_check(struct trigger *t, short revents, char *detail, size_t len);
 
@@ -96,6 +114,7 @@ struct trigger_record {
 	const struct trigger	*t;
 	const char		*bin;		/* the trace file's path */
 	const char		*detail;	/* trigger_check()'s */
+	int64_t			inuse_pages;	/* inuse: the count that fired it */
 	unsigned int		n;		/* dump number, from 1 */
 	unsigned int		coalesced;	/* firings while --post ran */
 	double			post_s;

@@ -136,6 +136,9 @@ int trigger_write_json(const struct trigger_record *rec)
 	json_string(f, rec->t->expr);
 	fprintf(f, ",\n  \"detail\": ");
 	json_string(f, rec->detail ? rec->detail : "");
+	if (rec->t->kind == TRIGGER_INUSE)
+		fprintf(f, ",\n  \"inuse_pages\": %" PRId64 ",\n  \"inuse_limit\": %" PRIu64,
+			rec->inuse_pages, rec->t->inuse_limit);
 	fprintf(f, ",\n  \"number\": %u,\n  \"coalesced\": %u,\n  \"post_s\": %.3f,\n",
 		rec->n, rec->coalesced, rec->post_s);
 	json_time(f, "fired", rec->fired_mono_ns, rec->mono_to_real_ns);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pagetrace record --trigger without the module: the expression parser
- * (what is accepted, what is refused and why), the trigger files' names,
+ * (what is accepted, what is refused and why; inuse's page counts and
+ * sizes), the trigger files' names,
  * --max-files pruning, and the oom counter read from the host's
  * /proc/vmstat.  The triggers firing for real are tested in the VM
  * (selftests/pagetrace_trigger_test.c).
@@ -76,6 +77,38 @@ TEST(psi_cgroup)
 	EXPECT_STREQ("/proc/pressure/memory", t.path);
 }
 
+/* inuse>PAGES: a page count, or a size in bytes made whole pages. */
+TEST(inuse)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct trigger t;
+	char err[256];
+
+	ASSERT_EQ(0, parse("inuse>500000", &t, err)) TH_LOG("%s", err);
+	EXPECT_EQ(TRIGGER_INUSE, t.kind);
+	EXPECT_EQ(500000, t.inuse_limit);
+	EXPECT_EQ(-1, t.fd);
+	EXPECT_EQ(NULL, t.ring);
+	EXPECT_STREQ("inuse", trigger_name(&t));
+	EXPECT_STREQ("inuse>500000", t.expr);
+	ASSERT_EQ(0, parse("inuse>1", &t, err)) TH_LOG("%s", err);
+	EXPECT_EQ(1, t.inuse_limit);
+	ASSERT_EQ(0, parse("inuse>2G", &t, err)) TH_LOG("%s", err);
+	EXPECT_EQ((2ULL << 30) / page, t.inuse_limit);
+	ASSERT_EQ(0, parse("inuse>2GiB", &t, err)) TH_LOG("%s", err);
+	EXPECT_EQ((2ULL << 30) / page, t.inuse_limit);
+	ASSERT_EQ(0, parse("inuse>512M", &t, err)) TH_LOG("%s", err);
+	EXPECT_EQ((512ULL << 20) / page, t.inuse_limit);
+	ASSERT_EQ(0, parse("inuse>1T", &t, err)) TH_LOG("%s", err);
+	EXPECT_EQ((1ULL << 40) / page, t.inuse_limit);
+	/* Rounded down to whole pages. */
+	ASSERT_EQ(0, parse("inuse>1025k", &t, err)) TH_LOG("%s", err);
+	EXPECT_EQ((1025ULL << 10) / page, t.inuse_limit);
+	/* Not armed: no session to count in. */
+	EXPECT_EQ(-EINVAL, trigger_arm(&t, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "no session"));
+}
+
 /* Each refusal says what was wrong. */
 TEST(refused)
 {
@@ -83,7 +116,27 @@ TEST(refused)
 		{ "", "unknown trigger" },
 		{ "oomkill", "unknown trigger" },
 		{ "OOM", "unknown trigger" },
-		{ "inuse>1000", "not implemented" },
+		{ "inuse", "expected inuse>PAGES" },
+		{ "inuse<1000", "expected inuse>PAGES" },
+		{ "inuse>=1000", "whole number of pages" },
+		{ "inuse>", "whole number of pages" },
+		{ "inuse>0", "at least one page" },
+		{ "inuse>0G", "at least one page" },
+		{ "inuse>1K", "at least one page" },
+		{ "inuse>-5", "whole number of pages" },
+		{ "inuse>+5", "whole number of pages" },
+		{ "inuse> 5", "whole number of pages" },
+		{ "inuse>5 ", "whole number of pages" },
+		{ "inuse>12x", "whole number of pages" },
+		{ "inuse>1.5G", "whole number of pages" },
+		{ "inuse>2GB2", "whole number of pages" },
+		{ "inuse>G", "whole number of pages" },
+		{ "inuse>0x100", "whole number of pages" },
+		{ "inuse>99999999999999999999", "too large" },
+		{ "inuse>9999999999T", "too large" },
+		{ "inuse>9223372036854775808", "too large" },
+		{ "inusage>5", "unknown trigger" },
+		{ "inuses>5", "expected inuse>PAGES" },
 		{ "psi=", "expected psi=some" },
 		{ "psi=half:1/1000000", "expected psi=some" },
 		{ "psi=some:", "expected STALL_US/WINDOW_US" },
