@@ -11,7 +11,15 @@
  *    goes on after the trigger fired, with the victim's allocations (task
  *    records) and frees of its pages after them (its exit, after the kill);
  *  - psi: a process over a small memory.high stalls, and
- *    psi=some:...@CGROUP fires on the cgroup's memory.pressure.
+ *    psi=some:...@CGROUP fires on the cgroup's memory.pressure;
+ *  - inuse: inuse>N, N 20,000 pages above the count at the start, does not
+ *    fire until we touch 40,000 pages, then writes exactly one file, with
+ *    the count in its sidecar and our pages' allocations in its trace.
+ *
+ * And what inuse counts with: the meta area's alloc_pages and free_pages
+ * (meta_pages), summed over the CPUs after a stream session's stop, are
+ * exactly the pages of the allocations and of the frees and reclaims its
+ * stream holds.
  *
  * Runs as root with pagetrace.ko loaded; skips without the CLI, without
  * cgroup v2's memory controller, without oom_kill in /proc/vmstat (before
@@ -31,6 +39,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -563,6 +572,226 @@ TEST_F_TIMEOUT(trig, psi, 300)
 	EXPECT_NE(NULL, strstr((char *)json.p, "\"trigger\": \"psi\""));
 	EXPECT_NE(NULL, strstr((char *)json.p, "pt-trig-psi/memory.pressure"));
 	pt_st_buf_free(&json);
+}
+
+/*
+ * The meta counters inuse reads: after a stream session's stop, every
+ * event written is in a published chunk, and with nothing lost every one
+ * is in the stream, so the sums over the CPUs of alloc_pages and
+ * free_pages are exactly the pages of its allocations, and of its frees
+ * and reclaims.  No memory map at start: it is no CPU's events.
+ */
+FIXTURE(pages) {
+	int			fd;
+	struct pgtrace_ring	*ring;
+	struct pt_st_buf	b;
+	struct pt_st_decoded	d;
+};
+
+FIXTURE_SETUP(pages)
+{
+	self->fd = -1;
+}
+
+FIXTURE_TEARDOWN(pages)
+{
+	pgtrace_ring_unmap(self->ring);
+	if (self->fd >= 0)
+		close(self->fd);
+	pt_st_session_cleanup(&self->b, &self->d);
+}
+
+TEST_F_TIMEOUT(pages, meta_pages, 180)
+{
+	uint64_t meta_alloc = 0, meta_free = 0, meta_lost = 0, meta_events = 0;
+	uint64_t pages[4] = { 0 }, events = 0;
+	struct pgtrace_ring_pages rp;
+	struct pgtrace_reader *r = NULL;
+	struct pgtrace_event ev;
+	struct pt_st_hdr hi;
+	int ret;
+
+	if (access(DEV, F_OK))
+		SKIP(return, DEV " missing: load pagetrace.ko first");
+	ASSERT_EQ(0, pt_st_start_session(&self->fd, O_NONBLOCK, &self->b, &hi));
+	ASSERT_STREQ("", hi.why);
+	/* A read() consumer may map the session to watch its counters. */
+	ASSERT_EQ(0, pgtrace_ring_map(self->fd, &self->ring));
+	ASSERT_TRUE(pgtrace_ring_flags(self->ring) & PAGETRACE_META_PAGES);
+	/* 8 x 1024 pages allocated and freed, read as we go: nothing lost. */
+	for (int i = 0; i < 8; i++) {
+		pt_st_touch_and_free(4 << 20);
+		ASSERT_LE(0, pt_st_buf_drain(self->fd, &self->b));
+	}
+	ASSERT_EQ(0, ioctl(self->fd, PAGETRACE_IOC_STOP));
+	for (int i = 0; (ret = pt_st_buf_drain(self->fd, &self->b)) == 1 && i < 500; i++)
+		usleep(10000);
+	ASSERT_EQ(0, ret);
+
+	for (unsigned int cpu = 0; cpu < pgtrace_ring_meta(self->ring)->nr_cpus; cpu++) {
+		const struct pagetrace_meta_cpu *mc = pgtrace_ring_cpu(self->ring, cpu);
+
+		meta_alloc += mc->alloc_pages;
+		meta_free += mc->free_pages;
+		meta_lost += mc->lost;
+		meta_events += mc->events;
+	}
+	ASSERT_EQ(0, pgtrace_ring_pages(self->ring, &rp));
+	EXPECT_EQ(meta_alloc, rp.alloc);
+	EXPECT_EQ(meta_free, rp.free);
+	EXPECT_FALSE(rp.has_snapshot);
+	EXPECT_EQ(0, rp.snapshot);
+	EXPECT_EQ((int64_t)(meta_alloc - meta_free), rp.in_use);
+
+	ret = pgtrace_reader_open_mem(&r, self->b.p, self->b.len, 0);
+	ASSERT_EQ(0, ret) TH_LOG("%s", r ? pgtrace_reader_error(r) : strerror(-ret));
+	while ((ret = pgtrace_reader_next(r, &ev)) == 1) {
+		if (ev.chunk_flags & PAGETRACE_CHUNK_SNAPSHOT)
+			continue;
+		if (ev.type >= PGTRACE_EV_ALLOC && ev.type <= PGTRACE_EV_RECLAIM) {
+			pages[ev.type] += ev.npages;
+			events++;
+		}
+	}
+	EXPECT_EQ(0, ret) TH_LOG("%s", pgtrace_reader_error(r));
+	EXPECT_EQ(0, pgtrace_reader_counters(r)->lost);
+	pgtrace_reader_close(r);
+	TH_LOG("meta: %" PRIu64 " events, %" PRIu64 " pages allocated, %" PRIu64
+	       " freed or reclaimed, %" PRIu64 " lost; stream: %" PRIu64 " events, %"
+	       PRIu64 " + %" PRIu64 " + %" PRIu64 " pages", meta_events, meta_alloc,
+	       meta_free, meta_lost, events, pages[1], pages[2], pages[3]);
+	ASSERT_EQ(0, meta_lost);
+	EXPECT_EQ(meta_events, events);
+	EXPECT_LE(8 * 1024, pages[PGTRACE_EV_ALLOC]);
+	EXPECT_EQ(pages[PGTRACE_EV_ALLOC], meta_alloc);
+	EXPECT_EQ(pages[PGTRACE_EV_FREE] + pages[PGTRACE_EV_RECLAIM], meta_free);
+}
+
+#define INUSE_KEEP_MB	16		/* the recorder's --keep */
+#define INUSE_MARGIN	20000		/* pages above the count at the start */
+#define INUSE_TOUCH	40000		/* pages we then touch and keep */
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * inuse>N: quiet while the count is below N, then one file once we hold
+ * more than the margin: its sidecar names inuse and the count seen, and
+ * its trace holds the allocations of our pages (PFNs from
+ * /proc/self/pagemap).
+ */
+TEST_F_TIMEOUT(trig, inuse, 300)
+{
+	char expr[64], keep[16];
+	char *argv[] = { NULL, "record", "--trigger", expr, "-o", "/tmp/pt-trig-inuse",
+			 "--keep", keep, "-d", "240", NULL };
+	struct pt_st_buf json = { 0 };
+	struct pgtrace_ring *ring = NULL;
+	struct pgtrace_ring_pages rp;
+	struct pgtrace_reader *r = NULL;
+	struct pgtrace_event ev;
+	uint64_t limit, *pfns = NULL, *map = NULL, ours = 0, nr_pfns = 0;
+	size_t len = (size_t)INUSE_TOUCH * PAGE;
+	char bin[512];
+	char *p;
+	int fd, ret;
+
+	TRIG_READY();
+	snprintf(self->dir, sizeof(self->dir), "/tmp/pt-trig-inuse");
+	clean_dir(self->dir);
+	snprintf(keep, sizeof(keep), "%dM", INUSE_KEEP_MB);
+
+	/*
+	 * The count now, by a session of our own with the memory map at start
+	 * (its buffers are in it, as the recorder's will be in its own: those
+	 * are --keep, ours the module's default, far less).
+	 */
+	ASSERT_EQ(0, pt_st_set_param("snapshot", "1"));
+	fd = open(DEV, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ret = pgtrace_ring_map(fd, &ring);
+	if (!ret)
+		ret = pgtrace_ring_pages(ring, &rp);
+	pgtrace_ring_unmap(ring);
+	close(fd);
+	ASSERT_EQ(0, ret);
+	ASSERT_TRUE(rp.has_snapshot);
+	limit = rp.in_use + ((uint64_t)INUSE_KEEP_MB << 20) / PAGE + INUSE_MARGIN;
+	snprintf(expr, sizeof(expr), "inuse>%" PRIu64, limit);
+	TH_LOG("%" PRId64 " pages in use (snapshot %" PRIu64 "): %s", rp.in_use,
+	       rp.snapshot, expr);
+
+	ASSERT_EQ(0, rec_start(self, argv));
+	ASSERT_TRUE(wait_for_session());
+	/* Below the limit: nothing. */
+	sleep(2);
+	ASSERT_EQ(0, count_files(self->dir, ".bin", NULL, 0));
+
+	/* Over it, by our pages alone: kept mapped until the end. */
+	ASSERT_LE(0, pt_st_pin_first_cpu());
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	madvise(p, len, MADV_NOHUGEPAGE);
+	for (size_t off = 0; off < len; off += PAGE)
+		p[off] = 1;
+	EXPECT_TRUE(wait_for_file(self->dir, 60));
+	/* Still above: no second file (it fires once per crossing). */
+	sleep(3);
+	EXPECT_EQ(0, rec_stop(self));
+	TH_LOG("%s", self->out);
+
+	/* Our pages' PFNs, sorted. */
+	map = calloc(INUSE_TOUCH, sizeof(*map));
+	pfns = calloc(INUSE_TOUCH, sizeof(*pfns));
+	ASSERT_TRUE(map && pfns);
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)(INUSE_TOUCH * sizeof(*map)),
+		  pread(fd, map, INUSE_TOUCH * sizeof(*map),
+			(uintptr_t)p / PAGE * sizeof(*map)));
+	close(fd);
+	for (size_t i = 0; i < INUSE_TOUCH; i++)
+		if (map[i] & (1ULL << 63))
+			pfns[nr_pfns++] = map[i] & ((1ULL << 55) - 1);
+	qsort(pfns, nr_pfns, sizeof(*pfns), by_u64);
+
+	ASSERT_EQ(1, count_files(self->dir, ".bin", bin, sizeof(bin)));
+	ASSERT_NE(NULL, strstr(bin, "-inuse-1.bin")) TH_LOG("%s", bin);
+	ASSERT_EQ(0, load_file(bin, &self->b));
+	ret = pgtrace_reader_open_mem(&r, self->b.p, self->b.len, 0);
+	ASSERT_EQ(0, ret) TH_LOG("%s", r ? pgtrace_reader_error(r) : strerror(-ret));
+	while ((ret = pgtrace_reader_next(r, &ev)) == 1) {
+		if ((ev.chunk_flags & PAGETRACE_CHUNK_SNAPSHOT) || ev.type != PGTRACE_EV_ALLOC)
+			continue;
+		for (uint64_t i = 0; i < ev.npages; i++) {
+			uint64_t pfn = ev.pfn + i;
+
+			if (bsearch(&pfn, pfns, nr_pfns, sizeof(*pfns), by_u64))
+				ours++;
+		}
+	}
+	EXPECT_EQ(0, ret) TH_LOG("%s", pgtrace_reader_error(r));
+	pgtrace_reader_close(r);
+	TH_LOG("%" PRIu64 " of our %" PRIu64 " pages' allocations are in %s", ours,
+	       nr_pfns, bin);
+	EXPECT_EQ(INUSE_TOUCH, nr_pfns);
+	/* It fired after more than the margin of them; they are all kept. */
+	EXPECT_LE(INUSE_MARGIN / 2, ours);
+
+	ASSERT_EQ(0, load_json(bin, &json));
+	TH_LOG("%s", (char *)json.p);
+	EXPECT_NE(NULL, strstr((char *)json.p, "\"trigger\": \"inuse\""));
+	EXPECT_NE(NULL, strstr((char *)json.p, "\"detail\": \"inuse "));
+	EXPECT_EQ(limit, json_u64((char *)json.p, "inuse_limit"));
+	EXPECT_LT(limit, json_u64((char *)json.p, "inuse_pages"));
+	pt_st_buf_free(&json);
+	free(map);
+	free(pfns);
+	munmap(p, len);
 }
 
 TEST_HARNESS_MAIN
