@@ -109,14 +109,17 @@ int pt_st_collect(int dev, struct pt_st_trace *t)
 		snprintf(t->err, sizeof(t->err), "decode: %s",
 			 r ? pgtrace_reader_error(r) : strerror(-ret));
 	pgtrace_reader_close(r);
-	free(stream);
+	t->raw = stream;
+	t->raw_len = len;
 	return ret < 0 ? ret : 0;
 }
 
 void pt_st_trace_free(struct pt_st_trace *t)
 {
 	free(t->ev);
+	free(t->raw);
 	t->ev = NULL;
+	t->raw = NULL;
 	t->nr = 0;
 }
 

@@ -34,6 +34,8 @@ struct pt_st_trace {
 	unsigned int		uncovered;	/* likewise */
 	struct pgtrace_event		*ev;
 	size_t			nr;
+	void			*raw;		/* the stream as read */
+	size_t			raw_len;
 	char			err[256];	/* why collecting failed */
 };
 

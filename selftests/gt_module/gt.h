@@ -44,6 +44,7 @@ void gt_bulk_array(const char *op);
 void gt_bulk_list(const char *op);
 void gt_bulk_prefilled(const char *op);
 void gt_bulk_single(const char *op);
+void gt_bulk_in_kprobe(const char *op);
 void gt_vmalloc(const char *op);
 void gt_split_free(const char *op);
 void gt_marker(const char *op);

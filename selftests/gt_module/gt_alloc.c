@@ -9,9 +9,11 @@
  */
 #include <linux/gfp.h>
 #include <linux/kernel.h>
+#include <linux/kprobes.h>
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/tracepoint.h>
 #include <linux/vmalloc.h>
@@ -224,6 +226,72 @@ void gt_bulk_single(const char *op)
 	GT_TIMED(__free_page(pages[0]));
 	gt_event(op, "free", page_to_pfn(pages[0]), 1, t0, t1);
 }
+
+/*
+ * The bulk allocator called from another kprobe's handler: the kprobe core
+ * drops pagetrace's bulk kretprobe there (a probe is already running on
+ * the CPU) and counts one miss, however many pages the call takes.  The
+ * report lists the pages as "unseen": the trace must hold their frees,
+ * after which its analysis counts each as a free of a page it never saw
+ * allocated.
+ */
+static struct {
+	struct task_struct	*task;
+	struct page		*pages[GT_BULK];
+	unsigned long		n;
+} gt_bulk_probe;
+
+static noinline void gt_bulk_probe_target(void)
+{
+	/* Something to probe, not optimized away. */
+	asm volatile("" ::: "memory");
+}
+
+static int gt_bulk_probe_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	if (current == READ_ONCE(gt_bulk_probe.task))
+		gt_bulk_probe.n = gt_bulk_fill(GFP_ATOMIC | __GFP_NOWARN, GT_BULK,
+					       gt_bulk_probe.pages);
+	return 0;
+}
+
+void gt_bulk_in_kprobe(const char *op)
+{
+	struct kprobe kp = { .addr = (kprobe_opcode_t *)gt_bulk_probe_target,
+			     .pre_handler = gt_bulk_probe_pre };
+	unsigned long i;
+	u64 t0, t1;
+	int ret;
+
+	/* GFP_ATOMIC takes sleeping locks there, with preemption off. */
+	if (IS_ENABLED(CONFIG_PREEMPT_RT))
+		return gt_skip(op, "PREEMPT_RT: the bulk allocator cannot run with preemption off");
+	ret = register_kprobe(&kp);
+	if (ret) {
+		gt_line("%s skip cannot probe gt_bulk_probe_target: %d\n", op, ret);
+		return;
+	}
+	/* A breakpoint's handler runs as an NMI, where GFP_ATOMIC is no good. */
+	if (!(kp.flags & KPROBE_FLAG_FTRACE)) {
+		unregister_kprobe(&kp);
+		return gt_skip(op, "the probe is a breakpoint, run as an NMI: no allocator there");
+	}
+	memset(gt_bulk_probe.pages, 0, sizeof(gt_bulk_probe.pages));
+	gt_bulk_probe.n = 0;
+	WRITE_ONCE(gt_bulk_probe.task, current);
+	gt_bulk_probe_target();
+	WRITE_ONCE(gt_bulk_probe.task, NULL);
+	unregister_kprobe(&kp);
+	if (!gt_bulk_probe.n)
+		return gt_skip(op, GT_BULK_FAILED);
+	for (i = 0; i < gt_bulk_probe.n; i++) {
+		struct page *page = gt_bulk_probe.pages[i];
+
+		gt_line("%s unseen pfn=%lu\n", op, page_to_pfn(page));
+		GT_TIMED(__free_page(page));
+		gt_event(op, "free", page_to_pfn(page), 1, t0, t1);
+	}
+}
 #else
 void gt_bulk_array(const char *op)
 {
@@ -232,6 +300,7 @@ void gt_bulk_array(const char *op)
 
 void gt_bulk_prefilled(const char *op) { gt_bulk_array(op); }
 void gt_bulk_single(const char *op) { gt_bulk_array(op); }
+void gt_bulk_in_kprobe(const char *op) { gt_bulk_array(op); }
 #endif
 
 #if defined(GT_HAVE_BULK_LIST) && defined(GT_HAVE_PUT_PAGES_LIST)

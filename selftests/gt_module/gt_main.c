@@ -14,6 +14,8 @@
  * Report lines:
  *   <op> <alloc|free> pfn=<pfn> npages=<n> t0=<ns> t1=<ns>
  *   <op> alloc-cover ...       one allocation that covers the range
+ *   <op> unseen pfn=<pfn>      a page allocated where the trace cannot see
+ *                              it (bulk_in_kprobe): its free alone is listed
  *   <op> skip <reason>         the allocation itself failed (no memory),
  *                              or this kernel cannot do it
  *
@@ -92,6 +94,7 @@ static const struct gt_op {
 	{ "bulk_list",		gt_bulk_list },
 	{ "bulk_prefilled",	gt_bulk_prefilled },
 	{ "bulk_single",	gt_bulk_single },
+	{ "bulk_in_kprobe",	gt_bulk_in_kprobe },
 	{ "vmalloc",		gt_vmalloc },
 	{ "split_free",		gt_split_free },
 	{ "softirq",		gt_softirq },
