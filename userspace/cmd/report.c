@@ -606,8 +606,11 @@ static void summary(FILE *f, const char *path, const struct pgtrace_reader *r,
 	fprintf(f, "<tr><th>lost</th><td>%" PRIu64 " events in %u chunks listed; %" PRIu64
 		" chunks missing</td></tr>\n", s->lost, a->nr_lost_sites, s->missing_chunks);
 	fprintf(f, "<tr><th>unmatched</th><td>%" PRIu64 " frees, %" PRIu64
-		" reclaims of pages not known allocated</td></tr>\n</table>\n",
-		a->unmatched_events[PGTRACE_EV_FREE], a->unmatched_events[PGTRACE_EV_RECLAIM]);
+		" reclaims of pages not known allocated (%" PRIu64 " and %" PRIu64
+		" while the snapshot was taken)</td></tr>\n</table>\n",
+		a->unmatched_events[PGTRACE_EV_FREE], a->unmatched_events[PGTRACE_EV_RECLAIM],
+		a->unmatched_in_snapshot_events[PGTRACE_EV_FREE],
+		a->unmatched_in_snapshot_events[PGTRACE_EV_RECLAIM]);
 }
 
 #define TASK_ROWS	25
