@@ -242,7 +242,8 @@ TEST_F(mm, geometry)
 	ASSERT_EQ(info.header_size, mt->header_size);
 	ASSERT_EQ(info.page_shift, mt->page_shift);
 	ASSERT_EQ(PAGETRACE_MODE_STREAM, mt->mode);
-	ASSERT_EQ(0, mt->flags);
+	/* Not stopped, not frozen, not overwriting; the pages are counted. */
+	ASSERT_EQ(PAGETRACE_META_PAGES, mt->flags);
 	ASSERT_EQ(mt->cpu_offset + mt->nr_cpus * mt->cpu_stride, mt->header_offset);
 	ASSERT_LE(mt->header_offset + mt->header_size, mt->meta_size);
 	ASSERT_EQ(mt->meta_size, mt->data_offset);
