@@ -179,7 +179,7 @@ $STRESS_ENV
 EOF
 	cat <<'EOF'
 export PAGETRACE_KO=$H/pagetrace.ko PAGETRACE_GT_KO=$H/pagetrace_gt.ko PAGETRACE_BIN=$H/pagetrace
-export PT_RESULTS=$R
+export PAGETRACE_SYSTEMD=$H/systemd PT_RESULTS=$R
 mkdir -p $R
 cd $H
 echo "kernel: $(uname -r)"
@@ -280,7 +280,7 @@ run_vm() {
 
 # make_share PREFIX DIR KO GT-KO: a fresh share for the VM in DIR: the
 # module KO, the ground-truth module GT-KO, the static CLI, the TESTS
-# binaries and run.sh.
+# binaries, pagetrace.service and its settings (systemd/) and run.sh.
 make_share() {
 	local P=$1 S=$2 f t
 	rm -rf "$S"
@@ -289,6 +289,8 @@ make_share() {
 		if [ -f "$f" ]; then cp "$f" "$S/"; else echo "$P # missing: ${f#"$ROOT"/}"; fi
 	done
 	for t in "${TESTS[@]}"; do cp "selftests/$t" "$S/tests/"; done
+	mkdir -p "$S/systemd"
+	cp systemd/pagetrace.service systemd/pagetrace.default "$S/systemd/"
 	write_run_sh >"$S/run.sh"
 }
 
