@@ -761,6 +761,7 @@ TEST_F_TIMEOUT(svc, record, 600)
 
 	for (int n = 2; n <= 3; n++) {
 		char html[640], pb[640], why[256] = "";
+		struct stat st;
 
 		snprintf(suffix, sizeof(suffix), "-signal-%d.bin", n);
 		ASSERT_TRUE(find_file(suffix, path, sizeof(path)));
@@ -772,6 +773,9 @@ TEST_F_TIMEOUT(svc, record, 600)
 		EXPECT_EQ(0, run_cli(self, "pprof", path, "-o", pb)) TH_LOG("%s", self->out);
 		EXPECT_EQ(0, access(html, F_OK));
 		EXPECT_EQ(0, access(pb, F_OK));
+		/* UMask=: the page numbers are not for everyone. */
+		EXPECT_EQ(0, stat(path, &st));
+		EXPECT_EQ(0, st.st_mode & 07) TH_LOG("%s: mode %o", path, st.st_mode & 0777);
 	}
 }
 
