@@ -15,7 +15,8 @@
 # packages and the headers of one kernel (CHROOT_KVER, default the
 # installed 6.1 kernel's release, else the newest bookworm one), the DKMS
 # postinst builds pagetrace.ko for it, then `pagetrace --version`, the man
-# pages and the completion are checked, and a purge removes it all again.
+# pages and the completion are checked, pagetrace.service is installed but
+# not enabled, and a purge removes it all again.
 set -uo pipefail
 
 CHROOT=${1:?usage: check-deb.sh CHROOT MIRROR DEBDIR}
@@ -27,7 +28,7 @@ KVER=${CHROOT_KVER:-$("$ROOT/scripts/vm/kernels.sh" 6.1 2>/dev/null)}
 ARCH=$(dpkg --print-architecture)
 
 echo "TAP version 13"
-echo "1..5"
+echo "1..6"
 n=0
 rc=0
 ok() { n=$((n + 1)); echo "ok $n $*"; }
@@ -105,4 +106,24 @@ run "man pages, completion, headers and udev rule installed" sh -c "
 		/usr/src/pagetrace-$VER/dkms.conf; do
 		[ -e '$CHROOT'\$f ] || { echo missing \$f; exit 1; }
 	done"
+
+# Installed, its settings a conffile, and off until enabled: no symlink
+# under /etc/systemd/system, and deb-systemd-helper knows it as disabled
+# (it wants DPKG_MAINTSCRIPT_PACKAGE, as from a maintainer script, even
+# to answer a question).
+run "pagetrace.service installed, not enabled; /etc/default/pagetrace a conffile" sh -c "
+	set -e
+	[ -f '$CHROOT'/lib/systemd/system/pagetrace.service ] || { echo no pagetrace.service; exit 1; }
+	chroot '$CHROOT' dpkg-query -W -f='\${Conffiles}\n' pagetrace-tools |
+		grep -q '^ /etc/default/pagetrace ' || { echo /etc/default/pagetrace: not a conffile; exit 1; }
+	if ls '$CHROOT'/etc/systemd/system/*/pagetrace.service 2>/dev/null; then
+		echo enabled on install; exit 1
+	fi
+	chroot '$CHROOT' env DPKG_MAINTSCRIPT_PACKAGE=pagetrace-tools \
+		deb-systemd-helper debian-installed pagetrace.service ||
+		{ echo the postinst did not register pagetrace.service; exit 1; }
+	if chroot '$CHROOT' env DPKG_MAINTSCRIPT_PACKAGE=pagetrace-tools \
+		deb-systemd-helper is-enabled pagetrace.service; then
+		echo deb-systemd-helper says it is enabled; exit 1
+	fi"
 exit $rc
