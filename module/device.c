@@ -292,7 +292,7 @@ static long pt_ioctl_stats(struct pt_session *sess, void __user *arg)
 			return -EFAULT;
 	}
 	st.nr_cpus = sess->nr_cpus;
-	st.probe_missed = pt_hooks_missed();
+	st.probe_missed = pt_session_missed(sess);
 	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
 }
 

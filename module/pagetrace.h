@@ -289,6 +289,14 @@ struct pt_session {
 	u64			*flushed_seq;
 
 	unsigned long		missed_seen;	/* probe misses already counted */
+	/*
+	 * The probes' miss count when the writers were published, and when
+	 * they were cleared (@missed_end, valid once @writers_cleared is
+	 * set, with release): misses outside that window cost no event.
+	 */
+	unsigned long		missed_base;
+	unsigned long		missed_end;
+	bool			writers_cleared;
 };
 
 /*
@@ -339,6 +347,7 @@ int pt_session_start(struct pt_session **out);
 void pt_session_stop(struct pt_session *sess);
 void pt_session_free(struct pt_session *sess);
 void pt_session_flush(struct pt_session *sess, bool all);
+unsigned long pt_session_missed(struct pt_session *sess);
 
 /* writer.c */
 void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages);

@@ -67,7 +67,28 @@ MODULE_PARM_DESC(stack_rate,
  */
 void pt_session_flush(struct pt_session *sess, bool all)
 {
-	pt_flush(sess, all, pt_hooks_missed());
+	pt_flush(sess, all, pt_session_missed(sess));
+}
+
+/**
+ * pt_session_missed - the probe misses that cost this session events
+ * @sess: the session
+ *
+ * Those counted between the writers' publishing and their clearing: a
+ * probe that missed before or after could have recorded nothing.
+ *
+ * Return: the count so far; it only grows.
+ */
+unsigned long pt_session_missed(struct pt_session *sess)
+{
+	unsigned long now;
+
+	/* Acquire: @missed_end is set before @writers_cleared. */
+	if (smp_load_acquire(&sess->writers_cleared))
+		now = sess->missed_end;
+	else
+		now = pt_hooks_missed();
+	return now - sess->missed_base;
 }
 
 /**
@@ -181,8 +202,10 @@ int pt_session_start(struct pt_session **out)
 	 * session that wrote as each came on would record allocations whose
 	 * frees no probe saw yet (seen on every kernel: the first 100 ms of
 	 * a trace held allocations and not one free).  Until here the probes
-	 * find no writer and record nothing.
+	 * find no writer and record nothing, and what they miss costs the
+	 * session nothing.
 	 */
+	sess->missed_base = pt_hooks_missed();
 	pt_writers_publish(sess);
 	pt_header_set_backend(sess);
 	/*
@@ -238,6 +261,9 @@ void pt_session_stop(struct pt_session *sess)
 
 	/* Hooks still running finish on their own; new ones see NULL. */
 	pt_writers_clear();
+	sess->missed_end = pt_hooks_missed();
+	/* Release: pt_session_missed() reads @missed_end after this. */
+	smp_store_release(&sess->writers_cleared, true);
 	/*
 	 * The kernel's count at the instant the trace ends: before the
 	 * detaching, which takes milliseconds of grace periods.

@@ -337,10 +337,11 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 
 /*
  * The CPU's writer while a session is live, else NULL.  Set for every CPU
- * before the session's hooks are attached, cleared before they are
- * detached.  A hook reads it with interrupts off, which makes the rest of
- * pt_emit() an RCU-sched read side: synchronize_rcu() after clearing waits
- * out every hook still using the old value.  Its stores are ordered
+ * once all the session's hooks are attached (one CPU after another, within
+ * microseconds), cleared before they are detached.  A hook reads it with
+ * interrupts off, which makes the rest of pt_emit() an RCU-sched read
+ * side: synchronize_rcu() after clearing waits out every hook still using
+ * the old value.  Its stores are ordered
  * before the pointer's by smp_store_release(); the module is x86-only,
  * where the hook's dependent loads need nothing more.
  */
@@ -348,7 +349,9 @@ static DEFINE_PER_CPU(struct pt_cpu *, pt_writer);
 
 /**
  * pt_writers_publish - let the hooks write into a session
- * @sess: the session, set up and about to get its hooks
+ * @sess: the session, set up, with all its hooks attached
+ *
+ * Context: process context.
  */
 void pt_writers_publish(struct pt_session *sess)
 {
