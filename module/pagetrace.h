@@ -393,6 +393,7 @@ void pt_header_set_counters(struct pt_session *sess);
 struct zone *pt_next_zone(struct zone *zone);
 unsigned int pt_zones_count(void);
 unsigned long pt_zone_pcp_pages(struct zone *zone);
+unsigned long pt_zone_pcp_pages_locked(struct zone *zone);
 
 /* pcp.c: the per-CPU free lists' blocks, for the snapshot */
 struct pt_pcp_block {

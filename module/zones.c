@@ -6,9 +6,11 @@
  * the module.
  */
 #include <linux/cpumask.h>
+#include <linux/kernel.h>
 #include <linux/mmzone.h>
 #include <linux/percpu.h>
 #include <linux/nodemask.h>
+#include <linux/spinlock.h>
 
 #include "pagetrace.h"
 
@@ -71,3 +73,36 @@ unsigned long pt_zone_pcp_pages(struct zone *zone)
 	}
 	return n;
 }
+
+#ifdef PT_HAVE_PCP_LOCK
+/*
+ * pt_zone_pcp_pages(), each CPU's count read under its lists' lock, which
+ * the allocator holds across a batch's move between the free lists and the
+ * CPU's list: the count is then from before or after the move, never from
+ * its middle.  Taken from process context without disabling interrupts,
+ * as the kernel's own remote drains do: an interrupt on this CPU only ever
+ * trylocks the lists.
+ */
+unsigned long pt_zone_pcp_pages_locked(struct zone *zone)
+{
+	unsigned long n = 0;
+	unsigned int cpu;
+
+	might_sleep();
+	for_each_possible_cpu(cpu) {
+		struct per_cpu_pages *pcp = per_cpu_ptr(zone->per_cpu_pageset,
+							cpu);
+
+		spin_lock(&pcp->lock);
+		n += pcp->count;
+		spin_unlock(&pcp->lock);
+	}
+	return n;
+}
+#else
+/* Before 6.0 a CPU's lists have no lock: only interrupts off guard them. */
+unsigned long pt_zone_pcp_pages_locked(struct zone *zone)
+{
+	return pt_zone_pcp_pages(zone);
+}
+#endif

@@ -158,7 +158,9 @@ struct pagetrace_rec_zone {
  * @free_pages: the zone's NR_FREE_PAGES, per-CPU deltas folded in: pages
  *		on its free lists
  * @pcp_pages: pages on the zone's per-CPU free lists, every CPU
- * @reserved: 0
+ * @spread_pages: how far @free_pages moved while @pcp_pages was read (0:
+ *		  the two are of one instant; else the count may be off by
+ *		  about as much).  0 in traces of modules before it was kept.
  *
  * The kernel's pages in use are @present_pages - @free_pages - @pcp_pages:
  * the number the trace's own count (snapshot plus allocations minus frees
@@ -171,7 +173,7 @@ struct pagetrace_zone_counters {
 	__u64	managed_pages;
 	__u64	free_pages;
 	__u64	pcp_pages;
-	__u64	reserved;
+	__u64	spread_pages;
 };
 
 /**

@@ -59,6 +59,8 @@ static int parse_counters(struct pgtrace_reader *r, const unsigned char *pl, uin
 							   free_pages));
 		c->pcp_pages = pgtrace_load64(z + offsetof(struct pagetrace_zone_counters,
 							  pcp_pages));
+		c->spread_pages = pgtrace_load64(z + offsetof(struct pagetrace_zone_counters,
+							     spread_pages));
 		if (c->managed_pages > c->present_pages ||
 		    c->free_pages + c->pcp_pages > c->present_pages) {
 			free(out->zones);

@@ -184,8 +184,9 @@ const struct pgtrace_session *pgtrace_reader_session(const struct pgtrace_reader
 /**
  * struct pgtrace_zone_counters - the kernel's count of one zone, host order
  * @node, @zone: as in struct pgtrace_zone
- * @present_pages, @managed_pages, @free_pages, @pcp_pages: as in the uapi's
- *	struct pagetrace_zone_counters
+ * @present_pages, @managed_pages, @free_pages, @pcp_pages, @spread_pages:
+ *	as in the uapi's struct pagetrace_zone_counters (@spread_pages: how
+ *	far the kernel's count may be off; 0 from older modules)
  */
 struct pgtrace_zone_counters {
 	uint32_t	node;
@@ -194,6 +195,7 @@ struct pgtrace_zone_counters {
 	uint64_t	managed_pages;
 	uint64_t	free_pages;
 	uint64_t	pcp_pages;
+	uint64_t	spread_pages;
 };
 
 /**
