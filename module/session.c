@@ -42,6 +42,16 @@ MODULE_PARM_DESC(flush_ms,
 		 "Flush timer period in ms; events reach the reader within twice this (default 250)");
 
 /*
+ * recording (read-only): whether a session records now, from the moment
+ * every CPU writes (all its probes attached) to the moment they stop.
+ * For scripts and tests that must allocate only once their pages will be
+ * seen: a probe listed in /sys/kernel/debug/kprobes is no sign of it.
+ */
+static bool pt_recording;
+module_param_named(recording, pt_recording, bool, 0444);
+MODULE_PARM_DESC(recording, "Read-only: a session is recording now");
+
+/*
  * Task records and names (writer.c); read at session start.  On by
  * default: both are pid words, which any v1 decoder takes in its stride.
  */
@@ -207,6 +217,7 @@ int pt_session_start(struct pt_session **out)
 	 */
 	sess->missed_base = pt_hooks_missed();
 	pt_writers_publish(sess);
+	WRITE_ONCE(pt_recording, true);
 	pt_header_set_backend(sess);
 	/*
 	 * The memory map, with the probes already attached: a page allocated
@@ -225,6 +236,7 @@ int pt_session_start(struct pt_session **out)
 	return 0;
 
 clear_writers:
+	WRITE_ONCE(pt_recording, false);
 	pt_writers_clear();
 	pt_hooks_unregister();
 	synchronize_rcu();
@@ -260,6 +272,7 @@ void pt_session_stop(struct pt_session *sess)
 		goto unlock;
 
 	/* Hooks still running finish on their own; new ones see NULL. */
+	WRITE_ONCE(pt_recording, false);
 	pt_writers_clear();
 	sess->missed_end = pt_hooks_missed();
 	/* Release: pt_session_missed() reads @missed_end after this. */

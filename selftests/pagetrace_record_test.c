@@ -65,36 +65,6 @@ FIXTURE_TEARDOWN(rec)
 		SKIP(return, "no pagetrace CLI: set PAGETRACE_BIN");	\
 } while (0)
 
-/*
- * Wait until a recorder's session has its probes attached, so that what we
- * allocate next is recorded: whatever the backend, a session's last probe
- * is the kprobe on compaction (module/hooks.c attaches the roles in
- * order), on split_map_pages, post_alloc_hook or compaction_alloc.  (A
- * fixed sleep is not enough under emulation: session start walks all of
- * memory for the snapshot.)
- */
-static bool wait_for_session(void)
-{
-	static char list[1 << 16];
-
-	for (int i = 0; i < 500; i++) {
-		int fd = open("/sys/kernel/debug/kprobes/list", O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd < 0 ? -1 : read(fd, list, sizeof(list) - 1);
-
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			list[n] = '\0';
-			if (strstr(list, " split_map_pages+0x") ||
-			    strstr(list, " post_alloc_hook+0x") ||
-			    strstr(list, " compaction_alloc+0x"))
-				return true;
-		}
-		usleep(20000);
-	}
-	return false;
-}
-
 /* Start the recorder with @argv (argv[0] ignored); its output to a pipe. */
 static pid_t rec_start(FIXTURE_DATA(rec) *self, char **argv, int *rfd)
 {
@@ -157,7 +127,7 @@ TEST_F_TIMEOUT(rec, duration, 120)
 	ASSERT_LE(0, pt_st_pin_first_cpu());
 	pid = rec_start(self, argv, &rfd);
 	ASSERT_LT(0, pid);
-	ASSERT_TRUE(wait_for_session());
+	ASSERT_TRUE(pt_st_wait_recording(20000));
 	for (int i = 0; i < 20; i++)
 		pt_st_touch_and_free(64 * PAGE);
 	pfn = pt_st_one_page_event(NULL, false);

@@ -747,6 +747,19 @@ bool pt_st_wait_dev(bool present, int ms)
 	return false;
 }
 
+bool pt_st_wait_recording(int ms)
+{
+	char v[8];
+
+	for (int i = 0; i <= ms / 10; i++) {
+		if (pt_st_get_param_str("recording", v, sizeof(v)) > 0 &&
+		    (v[0] == 'Y' || v[0] == '1'))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 bool pt_st_mod_is_default(void)
 {
 	return pt_st_mod_live() &&

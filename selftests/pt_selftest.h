@@ -190,6 +190,16 @@ int pt_st_mod_live(void);
 bool pt_st_wait_dev(bool present, int ms);
 
 /*
+ * pt_st_wait_recording() - wait up to @ms milliseconds, polling every
+ * 10 ms, for a session (another process's, e.g. a recorder's) to record:
+ * pagetrace.ko's read-only parameter "recording", set once every probe is
+ * attached and every CPU writes.  A probe in /sys/kernel/debug/kprobes is
+ * no sign of it: the probes are attached before any CPU writes.  Returns
+ * true once it records.
+ */
+bool pt_st_wait_recording(int ms);
+
+/*
  * pt_st_mod_is_default() - whether pagetrace.ko is live with buf_size,
  * nr_bufs and flush_ms at PT_ST_DEF_*.  Returns true if so.
  */
