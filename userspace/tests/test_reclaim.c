@@ -543,7 +543,7 @@ TEST_F(cli, go)
 		     "free, not allocated)\n", out);
 	/* The same pages as the analysis's unmatched reclaims. */
 	ASSERT_EQ(0, run("stats --json --go " PT_TEST_DATA "/go-pagetrace.bin"));
-	HAS(slurp(dir, "out"), "\"reclaim\": {\"events\": 221, \"pages\": 18022}}");
+	HAS(slurp(dir, "out"), "\"reclaim\": {\"events\": 221, \"pages\": 18022}, \"in_snapshot\"");
 }
 
 /* Without reclaim, the section says so and draws nothing. */
