@@ -115,29 +115,6 @@ FIXTURE_TEARDOWN(trig)
 		SKIP(return, "no pagetrace CLI: set PAGETRACE_BIN");	\
 } while (0)
 
-/* As pagetrace_record_test.c: the session's last probe is attached. */
-static bool wait_for_session(void)
-{
-	static char list[1 << 16];
-
-	for (int i = 0; i < 1000; i++) {
-		int fd = open("/sys/kernel/debug/kprobes/list", O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd < 0 ? -1 : read(fd, list, sizeof(list) - 1);
-
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			list[n] = '\0';
-			if (strstr(list, " split_map_pages+0x") ||
-			    strstr(list, " post_alloc_hook+0x") ||
-			    strstr(list, " compaction_alloc+0x"))
-				return true;
-		}
-		usleep(20000);
-	}
-	return false;
-}
-
 /* Start the recorder with @argv (argv[0] ignored); its output to a pipe. */
 static int rec_start(FIXTURE_DATA(trig) *self, char **argv)
 {
@@ -430,7 +407,7 @@ TEST_F_TIMEOUT(trig, signal, 180)
 	clean_dir(self->dir);
 	ASSERT_LE(0, pt_st_pin_first_cpu());
 	ASSERT_EQ(0, rec_start(self, argv));
-	ASSERT_TRUE(wait_for_session());
+	ASSERT_TRUE(pt_st_wait_recording(20000));
 	s.pfn = pt_st_one_page_event(NULL, false);
 	ASSERT_NE(0, s.pfn);
 	ASSERT_EQ(0, kill(self->rec, SIGUSR1));
@@ -495,7 +472,7 @@ TEST_F_TIMEOUT(trig, oom, 300)
 	self->old_tasks[strcspn(self->old_tasks, "\n")] = '\0';
 	ASSERT_EQ(0, pt_st_set_param(TASKS_PARAM, "1"));
 	ASSERT_EQ(0, rec_start(self, argv));
-	ASSERT_TRUE(wait_for_session());
+	ASSERT_TRUE(pt_st_wait_recording(20000));
 
 	self->child = start_hog(self, 256, "pt-oom-victim");
 	ASSERT_LT(0, self->child);
@@ -552,7 +529,7 @@ TEST_F_TIMEOUT(trig, psi, 300)
 	snprintf(self->dir, sizeof(self->dir), "/tmp/pt-trig-psi");
 	clean_dir(self->dir);
 	ASSERT_EQ(0, rec_start(self, argv));
-	ASSERT_TRUE(wait_for_session());
+	ASSERT_TRUE(pt_st_wait_recording(20000));
 	/* Far over memory.high with nothing to reclaim: throttled, stalling. */
 	self->child = start_hog(self, 128, "pt-psi-hog");
 	ASSERT_LT(0, self->child);
@@ -726,7 +703,7 @@ TEST_F_TIMEOUT(trig, inuse, 300)
 	       rp.snapshot, expr);
 
 	ASSERT_EQ(0, rec_start(self, argv));
-	ASSERT_TRUE(wait_for_session());
+	ASSERT_TRUE(pt_st_wait_recording(20000));
 	/* Below the limit: nothing. */
 	sleep(2);
 	ASSERT_EQ(0, count_files(self->dir, ".bin", NULL, 0));
