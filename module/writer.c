@@ -161,8 +161,8 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
 	WRITE_ONCE(m->lost, c->stats.lost);
 	WRITE_ONCE(m->chunks, c->stats.chunks);
 	WRITE_ONCE(m->bytes, c->stats.bytes);
-	WRITE_ONCE(m->alloc_pages, c->pages[PAGETRACE_EV_ALLOC - 1]);
-	WRITE_ONCE(m->free_pages, c->pages[PAGETRACE_EV_FREE - 1] +
+	WRITE_ONCE(m->allocated_pages, c->pages[PAGETRACE_EV_ALLOC - 1]);
+	WRITE_ONCE(m->freed_pages, c->pages[PAGETRACE_EV_FREE - 1] +
 				  c->pages[PAGETRACE_EV_RECLAIM - 1]);
 	/* Publish the chunk and the counters before the position; see pt_cpu. */
 	smp_store_release(&m->produced, c->produced_w);
@@ -356,6 +356,12 @@ static DEFINE_PER_CPU(struct pt_cpu *, pt_writer);
 void pt_writers_publish(struct pt_session *sess)
 {
 	unsigned int cpu;
+
+	/* pt_cpu.pages[] is indexed by event type - 1; the meta entry's layout. */
+	BUILD_BUG_ON(PAGETRACE_EV_ALLOC != 1);
+	BUILD_BUG_ON(ARRAY_SIZE(sess->cpus[0].pages) != PAGETRACE_EV_RECLAIM);
+	BUILD_BUG_ON(sizeof(struct pagetrace_meta_cpu) != 128 ||
+		     offsetof(struct pagetrace_meta_cpu, consumed) != 64);
 
 	for_each_possible_cpu(cpu) {
 		struct pt_cpu *c = &sess->cpus[cpu];

@@ -16,7 +16,7 @@
  *    fire until we touch 40,000 pages, then writes exactly one file, with
  *    the count in its sidecar and our pages' allocations in its trace.
  *
- * And what inuse counts with: the meta area's alloc_pages and free_pages
+ * And what inuse counts with: the meta area's allocated_pages and freed_pages
  * (meta_pages), summed over the CPUs after a stream session's stop, are
  * exactly the pages of the allocations and of the frees and reclaims its
  * stream holds.
@@ -554,8 +554,8 @@ TEST_F_TIMEOUT(trig, psi, 300)
 /*
  * The meta counters inuse reads: after a stream session's stop, every
  * event written is in a published chunk, and with nothing lost every one
- * is in the stream, so the sums over the CPUs of alloc_pages and
- * free_pages are exactly the pages of its allocations, and of its frees
+ * is in the stream, so the sums over the CPUs of allocated_pages and
+ * freed_pages are exactly the pages of its allocations, and of its frees
  * and reclaims.  No memory map at start: it is no CPU's events.
  */
 FIXTURE(pages) {
@@ -608,8 +608,8 @@ TEST_F_TIMEOUT(pages, meta_pages, 180)
 	for (unsigned int cpu = 0; cpu < pgtrace_ring_meta(self->ring)->nr_cpus; cpu++) {
 		const struct pagetrace_meta_cpu *mc = pgtrace_ring_cpu(self->ring, cpu);
 
-		meta_alloc += mc->alloc_pages;
-		meta_free += mc->free_pages;
+		meta_alloc += mc->allocated_pages;
+		meta_free += mc->freed_pages;
 		meta_lost += mc->lost;
 		meta_events += mc->events;
 	}

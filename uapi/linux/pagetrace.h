@@ -838,7 +838,7 @@ struct pagetrace_counters_req {
 #define PAGETRACE_META_STOPPED		_BITUL(0)	/* no chunk will follow */
 #define PAGETRACE_META_OVERWRITE	_BITUL(1)	/* flight recorder mode */
 #define PAGETRACE_META_FROZEN		_BITUL(2)	/* PAGETRACE_IOC_FREEZE */
-/* pagetrace_meta_cpu.alloc_pages and free_pages are counted. */
+/* pagetrace_meta_cpu.allocated_pages and freed_pages are counted. */
 #define PAGETRACE_META_PAGES		_BITUL(3)
 
 /**
@@ -897,8 +897,8 @@ struct pagetrace_meta {
  * @bytes: bytes of those chunks, chunk headers included
  * @overwritten: chunks the writer overwrote before anyone consumed them
  *		 (flight recorder mode only)
- * @alloc_pages: pages of the alloc events in the chunks published so far
- * @free_pages: pages of the free and reclaim events in the chunks
+ * @allocated_pages: pages of the alloc events in the chunks published so far
+ * @freed_pages: pages of the free and reclaim events in the chunks
  *		published so far
  * @consumed: chunks given back by the reader; written by the kernel on
  *	      PAGETRACE_IOC_CONSUME (release), or by the writer itself when it
@@ -908,11 +908,15 @@ struct pagetrace_meta {
  * The counters are updated each time a chunk is published, before
  * @produced (so once @produced is seen, the counters cover at least those
  * chunks); events still in the open buffer are not counted yet.  Chunks
- * overwritten later (flight recorder) stay counted: @alloc_pages and
- * @free_pages are those of every event the session recorded, so the
+ * overwritten later (flight recorder) stay counted: @allocated_pages and
+ * @freed_pages are those of every event the session recorded, so the
  * snapshot's pages (struct pagetrace_rec_snapshot) plus the sum of
- * @alloc_pages minus the sum of @free_pages over all CPUs is the trace's
- * count of pages in use, whatever the rings still hold.  Events a filter
+ * @allocated_pages minus the sum of @freed_pages over all CPUs is the
+ * session's running count of pages in use, whatever the rings still hold.
+ * It is off by what the allocator did while the snapshot was taken (pages
+ * both in the snapshot and allocated, pages freed before the walk reached
+ * them), which a decoder tells apart page by page.  Each field only grows;
+ * a pair, and the sums over the CPUs, may be a chunk apart.  Events a filter
  * left out or that were lost are not counted.  Modules that count them
  * set PAGETRACE_META_PAGES; older ones leave both fields 0.  The writer's
  * fields and @consumed sit on different cache lines.
@@ -924,8 +928,8 @@ struct pagetrace_meta_cpu {
 	__u64	chunks;
 	__u64	bytes;
 	__u64	overwritten;
-	__u64	alloc_pages;
-	__u64	free_pages;
+	__u64	allocated_pages;
+	__u64	freed_pages;
 	__u64	consumed;
 	__u64	reserved1[7];
 };

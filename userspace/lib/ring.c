@@ -200,8 +200,8 @@ int pgtrace_ring_pages(const struct pgtrace_ring *r, struct pgtrace_ring_pages *
 		const struct pagetrace_meta_cpu *mc = meta_cpu(r, cpu);
 
 		/* Written racily by the writer at chunk close: whole u64s. */
-		p->alloc += __atomic_load_n(&mc->alloc_pages, __ATOMIC_RELAXED);
-		p->free += __atomic_load_n(&mc->free_pages, __ATOMIC_RELAXED);
+		p->alloc += __atomic_load_n(&mc->allocated_pages, __ATOMIC_RELAXED);
+		p->free += __atomic_load_n(&mc->freed_pages, __ATOMIC_RELAXED);
 	}
 	p->in_use = (int64_t)(p->snapshot + p->alloc - p->free);
 	return 0;
