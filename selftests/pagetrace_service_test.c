@@ -616,29 +616,6 @@ TEST_F(svc, pre_loaded)
 	EXPECT_NE(NULL, strstr(self->out, "no_such_parameter"));
 }
 
-/* As pagetrace_trigger_test.c: the session's last probe is attached. */
-static bool wait_for_session(void)
-{
-	static char list[1 << 16];
-
-	for (int i = 0; i < 1000; i++) {
-		int fd = open("/sys/kernel/debug/kprobes/list", O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd < 0 ? -1 : read(fd, list, sizeof(list) - 1);
-
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			list[n] = '\0';
-			if (strstr(list, " split_map_pages+0x") ||
-			    strstr(list, " post_alloc_hook+0x") ||
-			    strstr(list, " compaction_alloc+0x"))
-				return true;
-		}
-		usleep(20000);
-	}
-	return false;
-}
-
 /* Whether DIR_OUT has a file ending in @suffix; its path into @path. */
 static bool find_file(const char *suffix, char *path, size_t len)
 {
@@ -755,7 +732,7 @@ TEST_F_TIMEOUT(svc, record, 600)
 	c.argv[0] = strdup(self->bin);
 	ASSERT_EQ(0, cmd_start(self, &c, MODULES_AS_THEY_ARE));
 	cmd_free(&c);
-	ASSERT_TRUE(wait_for_session());
+	ASSERT_TRUE(pt_st_wait_recording(20000));
 
 	for (int n = 1; n <= 3; n++) {
 		int i;
