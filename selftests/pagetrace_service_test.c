@@ -732,7 +732,11 @@ TEST_F_TIMEOUT(svc, record, 600)
 	c.argv[0] = strdup(self->bin);
 	ASSERT_EQ(0, cmd_start(self, &c, MODULES_AS_THEY_ARE));
 	cmd_free(&c);
-	ASSERT_TRUE(pt_st_wait_recording(20000));
+	if (!pt_st_wait_recording(20000)) {
+		st = cmd_wait(self, SIGTERM);
+		ASSERT_TRUE(false) TH_LOG("no session after 20 s; the recorder (status %d): %s",
+					  st, self->out);
+	}
 
 	for (int n = 1; n <= 3; n++) {
 		int i;
