@@ -266,7 +266,8 @@ static void device_error(int err)
 		break;
 	case EBUSY:
 		fprintf(stderr, "pagetrace: " DEV ": %s: another recorder is running "
-			"(one session at a time)\n", strerror(err));
+			"(pagetrace record, pagetrace.service or pagetrace top: one session at "
+			"a time)\n", strerror(err));
 		break;
 	default:
 		fprintf(stderr, "pagetrace: " DEV ": %s\n", strerror(err));

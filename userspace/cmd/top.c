@@ -458,8 +458,9 @@ static void device_error(int err)
 		break;
 	case EBUSY:
 		fprintf(stderr, "pagetrace: top: " DEV ": %s: another session is running "
-			"(pagetrace record, or another top: one session at a time)\n",
-			strerror(err));
+			"(pagetrace record, pagetrace.service or another top: one session at a "
+			"time); with the service, systemctl kill -s USR1 pagetrace writes a file "
+			"for --replay FILE\n", strerror(err));
 		break;
 	default:
 		fprintf(stderr, "pagetrace: top: " DEV ": %s\n", strerror(err));
