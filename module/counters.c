@@ -17,9 +17,10 @@
  * before and after the per-CPU lists' counts (pt_zone_free_read()), and
  * how far it moved meanwhile is recorded with the zone (@spread_pages).
  * The allocator keeps running on other CPUs, so a reading holds to within
- * what it does in the microseconds of the walk.  NR_FREE_PAGES leaves out the free pages
- * of isolated pageblocks (offlining, alloc_contig_range()), which the
- * snapshot also lists as allocated: both sides count them in use.
+ * what it does in the microseconds of the walk.  NR_FREE_PAGES leaves out
+ * the free pages of isolated pageblocks (offlining, alloc_contig_range()),
+ * which the snapshot also lists as allocated: both sides count them in
+ * use.
  */
 #include <linux/cpumask.h>
 #include <linux/mm.h>

@@ -341,9 +341,9 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
  * microseconds), cleared before they are detached.  A hook reads it with
  * interrupts off, which makes the rest of pt_emit() an RCU-sched read
  * side: synchronize_rcu() after clearing waits out every hook still using
- * the old value.  Its stores are ordered
- * before the pointer's by smp_store_release(); the module is x86-only,
- * where the hook's dependent loads need nothing more.
+ * the old value.  Its stores are ordered before the pointer's by
+ * smp_store_release(); the module is x86-only, where the hook's dependent
+ * loads need nothing more.
  */
 static DEFINE_PER_CPU(struct pt_cpu *, pt_writer);
 
