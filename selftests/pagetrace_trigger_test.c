@@ -310,6 +310,8 @@ struct scan {
 	uint64_t	victim_frees;	/* frees of those pages after their alloc */
 	uint64_t	events;
 	uint64_t	last_ns;
+	uint64_t	lost;		/* the decoder's count of the file's losses */
+	uint64_t	missing;	/* and of its chunks missing */
 	char		why[256];
 };
 
@@ -382,6 +384,10 @@ static int scan_file(const struct pt_st_buf *b, struct scan *s)
 			snprintf(s->why, sizeof(s->why), "decode: %s", pgtrace_reader_error(r));
 			goto out;
 		}
+		if (pass == 0) {
+			s->lost = pgtrace_reader_counters(r)->lost;
+			s->missing = pgtrace_reader_counters(r)->missing_chunks;
+		}
 		pgtrace_reader_close(r);
 		r = NULL;
 		if (pass == 0 && nvp)
@@ -424,6 +430,9 @@ TEST_F_TIMEOUT(trig, signal, 180)
 	EXPECT_NE(NULL, strstr((char *)json.p, "\"trigger\": \"signal\""));
 	EXPECT_EQ(s.events, json_u64((char *)json.p, "events"));
 	EXPECT_EQ(s.last_ns, json_u64((char *)json.p, "last_event_ns"));
+	/* The sidecar's losses are the file's, as a decoder counts them. */
+	EXPECT_EQ(s.lost, json_u64((char *)json.p, "lost"));
+	EXPECT_EQ(s.missing, json_u64((char *)json.p, "missing_chunks"));
 	EXPECT_LE(json_u64((char *)json.p, "fired_mono_ns"),
 		  json_u64((char *)json.p, "span_end_mono_ns"));
 	pt_st_buf_free(&json);
@@ -505,6 +514,11 @@ TEST_F_TIMEOUT(trig, oom, 300)
 		  json_u64((char *)json.p, "span_end_mono_ns"));
 	EXPECT_LE(json_u64((char *)json.p, "span_start_mono_ns"),
 		  json_u64((char *)json.p, "fired_mono_ns"));
+	/* --post 1: the ring was frozen no sooner than a second after. */
+	EXPECT_LE(json_u64((char *)json.p, "fired_mono_ns") + 1000000000ULL,
+		  json_u64((char *)json.p, "frozen_mono_ns"));
+	EXPECT_EQ(s.lost, json_u64((char *)json.p, "lost"));
+	EXPECT_EQ(s.missing, json_u64((char *)json.p, "missing_chunks"));
 	pt_st_buf_free(&json);
 }
 
