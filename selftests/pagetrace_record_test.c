@@ -103,17 +103,6 @@ static int rec_wait(FIXTURE_DATA(rec) *self, pid_t pid, int rfd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static int load_file(const char *path, struct pt_st_buf *b)
-{
-	int fd = open(path, O_RDONLY), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = pt_st_buf_drain(fd, b);
-	close(fd);
-	return ret;
-}
-
 /* A timed recording while we allocate: a valid file with our page, 0 lost. */
 TEST_F_TIMEOUT(rec, duration, 120)
 {
@@ -138,7 +127,7 @@ TEST_F_TIMEOUT(rec, duration, 120)
 	ASSERT_NE(NULL, strstr(self->out, "\"stopped_by\": \"duration\""));
 	ASSERT_NE(NULL, strstr(self->out, "\"lost\": 0,"));
 	ASSERT_NE(NULL, strstr(self->out, "\"error\": null"));
-	ASSERT_EQ(0, load_file("/tmp/pt-rec.bin", &self->b));
+	ASSERT_EQ(0, pt_st_load_file("/tmp/pt-rec.bin", &self->b));
 	pt_st_count_stream(&self->b, &self->d, pfn);
 	unlink("/tmp/pt-rec.bin");
 	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
@@ -167,7 +156,7 @@ static void check_report_counts(struct __test_metadata *_metadata,
 	ASSERT_LT(0, pid);
 	st = rec_wait(self, pid, rfd);
 	ASSERT_EQ(0, st) TH_LOG("pagetrace report: %s", self->out);
-	ASSERT_EQ(0, load_file("/tmp/pt-cmd.html", &html));
+	ASSERT_EQ(0, pt_st_load_file("/tmp/pt-cmd.html", &html));
 	unlink("/tmp/pt-cmd.html");
 	pt_st_buf_add(&html, "", 1);
 	EXPECT_NE(NULL, strstr((char *)html.p, "id=\"tab-kernel-counts\""));
@@ -209,7 +198,7 @@ TEST_F_TIMEOUT(rec, command, 120)
 	st = rec_wait(self, pid, rfd);
 	TH_LOG("%s", self->out);
 	ASSERT_EQ(0, st);
-	ASSERT_EQ(0, load_file("/tmp/pt-cmd.bin", &self->b));
+	ASSERT_EQ(0, pt_st_load_file("/tmp/pt-cmd.bin", &self->b));
 	pt_st_count_stream(&self->b, &self->d, 0);
 	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
 	for (int cpu = 0; cpu < PT_ST_MAX_CPUS; cpu++)
@@ -283,7 +272,7 @@ TEST_F_TIMEOUT(rec, top_live, 120)
 	waitpid(load, NULL, 0);
 	unlink("/tmp/pt-top-load");
 	ASSERT_LT(0, pid);
-	ASSERT_EQ(0, load_file("/tmp/pt-top.txt", &out));
+	ASSERT_EQ(0, pt_st_load_file("/tmp/pt-top.txt", &out));
 	unlink("/tmp/pt-top.txt");
 	pt_st_buf_add(&out, "", 1);
 	TH_LOG("%.3000s", (char *)out.p);
@@ -331,7 +320,7 @@ TEST_F_TIMEOUT(rec, enospc, 120)
 	ASSERT_NE(NULL, strstr(self->out, "valid trace"));
 	ASSERT_EQ(0, stat("/tmp/pt-small/t.bin", &sb));
 	ASSERT_GE(256 * 1024, sb.st_size);
-	ASSERT_EQ(0, load_file("/tmp/pt-small/t.bin", &self->b));
+	ASSERT_EQ(0, pt_st_load_file("/tmp/pt-small/t.bin", &self->b));
 	pt_st_count_stream(&self->b, &self->d, 0);
 	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);
 }
@@ -371,7 +360,7 @@ TEST_F_TIMEOUT(rec, flight_sigusr1, 120)
 	/* The module's defaults are back after the session. */
 	ASSERT_EQ(PT_ST_DEF_BUF_SIZE, pt_st_get_param("buf_size"));
 	ASSERT_EQ(PT_ST_DEF_NR_BUFS, pt_st_get_param("nr_bufs"));
-	ASSERT_EQ(0, load_file("/tmp/pt-fr.bin", &self->b));
+	ASSERT_EQ(0, pt_st_load_file("/tmp/pt-fr.bin", &self->b));
 	unlink("/tmp/pt-fr.bin");
 	pt_st_count_stream(&self->b, &self->d, 0);
 	ASSERT_EQ(0, self->d.err) TH_LOG("%s", self->d.why);

@@ -488,20 +488,6 @@ static int cmd_run(FIXTURE_DATA(svc) *self, const struct cmd *c, const char *ko)
 	return cmd_start(self, c, ko) ? -1 : cmd_wait(self, 0);
 }
 
-static void clean_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	rmdir(dir);
-}
-
 FIXTURE_SETUP(svc)
 {
 	const char *dir = getenv("PAGETRACE_SYSTEMD");
@@ -558,7 +544,7 @@ FIXTURE_TEARDOWN(svc)
 	pt_st_wait_dev(true, 2000);
 	if (self->old_stack_rate[0])
 		pt_st_set_param("stack_rate", self->old_stack_rate);
-	clean_dir(DIR_OUT);
+	pt_st_rm_dir(DIR_OUT);
 	for (int i = 0; i < self->env.n; i++) {
 		free(self->env.name[i]);
 		free(self->env.value[i]);
@@ -751,7 +737,7 @@ TEST_F_TIMEOUT(svc, record, 600)
 	/* What a drop-in's Environment= would change: a directory of its own. */
 	env_set(&self->env, "PAGETRACE_DIR", DIR_OUT);
 	env_set(&self->env, "PAGETRACE_MAX_FILES", "2");
-	clean_dir(DIR_OUT);
+	pt_st_rm_dir(DIR_OUT);
 
 	EXPAND("ExecStartPre", &pre);
 	EXPECT_EQ(0, cmd_run(self, &pre, MODULES_AS_THEY_ARE)) TH_LOG("ExecStartPre: %s", self->out);
@@ -846,7 +832,7 @@ TEST_F_TIMEOUT(svc, record, 600)
  */
 TEST_F(svc, pre_unloaded)
 {
-	const char *ko = pt_st_ko_path();
+	const char *ko = pt_st_ko_path(), *why;
 	char want[32], got[32] = "";
 	struct cmd c;
 	int ret;
@@ -855,9 +841,9 @@ TEST_F(svc, pre_unloaded)
 	if (!ko)
 		SKIP(return, "no pagetrace.ko file for modprobe to find ($PAGETRACE_KO)");
 	/* ExecStart= arms its triggers before it opens the device. */
-	if (triggers_unsupported(env_get(&self->env, "PAGETRACE_TRIGGERS", 18)))
-		SKIP(return, "%s",
-		     triggers_unsupported(env_get(&self->env, "PAGETRACE_TRIGGERS", 18)));
+	why = triggers_unsupported(env_get(&self->env, "PAGETRACE_TRIGGERS", 18));
+	if (why)
+		SKIP(return, "%s", why);
 	env_set(&self->env, "PAGETRACE_DIR", DIR_OUT);
 	ret = pt_st_mod_unload();
 	for (int i = 0; i < 50 && ret == -EAGAIN; i++) {

@@ -72,21 +72,6 @@ FIXTURE_SETUP(trig)
 	self->rfd = -1;
 }
 
-/* Remove DIR's files and DIR. */
-static void clean_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	rmdir(dir);
-}
-
 FIXTURE_TEARDOWN(trig)
 {
 	if (self->child > 0) {
@@ -104,7 +89,7 @@ FIXTURE_TEARDOWN(trig)
 	if (self->cgroup[0])
 		rmdir(self->cgroup);
 	if (self->dir[0])
-		clean_dir(self->dir);
+		pt_st_rm_dir(self->dir);
 	pt_st_buf_free(&self->b);
 }
 
@@ -193,18 +178,6 @@ static bool wait_for_file(const char *dir, int secs)
 	return false;
 }
 
-static int load_file(const char *path, struct pt_st_buf *b)
-{
-	int fd = open(path, O_RDONLY), ret;
-
-	b->len = 0;
-	if (fd < 0)
-		return -errno;
-	ret = pt_st_buf_drain(fd, b);
-	close(fd);
-	return ret;
-}
-
 /* The number after "KEY": in the sidecar @json, or 0. */
 static uint64_t json_u64(const char *json, const char *key)
 {
@@ -223,7 +196,7 @@ static int load_json(const char *bin, struct pt_st_buf *b)
 	int ret;
 
 	snprintf(path, sizeof(path), "%.*s.json", (int)strlen(bin) - 4, bin);
-	ret = load_file(path, b);
+	ret = pt_st_load_file(path, b);
 	if (!ret)
 		pt_st_buf_add(b, "", 1);
 	return ret;
@@ -410,7 +383,7 @@ TEST_F_TIMEOUT(trig, signal, 180)
 
 	TRIG_READY();
 	snprintf(self->dir, sizeof(self->dir), "/tmp/pt-trig-sig");
-	clean_dir(self->dir);
+	pt_st_rm_dir(self->dir);
 	ASSERT_LE(0, pt_st_pin_first_cpu());
 	ASSERT_EQ(0, rec_start(self, argv));
 	ASSERT_TRUE(pt_st_wait_recording(20000));
@@ -422,7 +395,7 @@ TEST_F_TIMEOUT(trig, signal, 180)
 	TH_LOG("%s", self->out);
 	ASSERT_EQ(1, count_files(self->dir, ".bin", bin, sizeof(bin)));
 	ASSERT_NE(NULL, strstr(bin, "-signal-1.bin")) TH_LOG("%s", bin);
-	ASSERT_EQ(0, load_file(bin, &self->b));
+	ASSERT_EQ(0, pt_st_load_file(bin, &self->b));
 	ASSERT_EQ(0, scan_file(&self->b, &s)) TH_LOG("%s", s.why);
 	EXPECT_TRUE(s.found_pfn) TH_LOG("pfn %#" PRIx64 " not in %s", s.pfn, bin);
 	ASSERT_EQ(0, load_json(bin, &json));
@@ -473,7 +446,7 @@ TEST_F_TIMEOUT(trig, oom, 300)
 		SKIP(return, "no memory controller in cgroup v2 (memory.max)");
 	cgroup_write(self, "memory.swap.max", "0");
 	snprintf(self->dir, sizeof(self->dir), "/tmp/pt-trig-oom");
-	clean_dir(self->dir);
+	pt_st_rm_dir(self->dir);
 
 	/* Task records for this session only (read when it starts). */
 	ASSERT_LT(0, pt_st_get_param_str(TASKS_PARAM, self->old_tasks,
@@ -498,7 +471,7 @@ TEST_F_TIMEOUT(trig, oom, 300)
 	n = count_files(self->dir, ".bin", bin, sizeof(bin));
 	ASSERT_EQ(1, n);
 	ASSERT_NE(NULL, strstr(bin, "-oom-1.bin")) TH_LOG("%s", bin);
-	ASSERT_EQ(0, load_file(bin, &self->b));
+	ASSERT_EQ(0, pt_st_load_file(bin, &self->b));
 	ASSERT_EQ(0, scan_file(&self->b, &s)) TH_LOG("%s", s.why);
 	TH_LOG("victim %" PRId64 ": %" PRIu64 " pages allocated, %" PRIu64 " of them freed "
 	       "later, %" PRIu64 " events", s.victim, s.victim_allocs, s.victim_frees,
@@ -541,7 +514,7 @@ TEST_F_TIMEOUT(trig, psi, 300)
 		SKIP(return, "no memory controller in cgroup v2 (memory.high)");
 	cgroup_write(self, "memory.swap.max", "0");
 	snprintf(self->dir, sizeof(self->dir), "/tmp/pt-trig-psi");
-	clean_dir(self->dir);
+	pt_st_rm_dir(self->dir);
 	ASSERT_EQ(0, rec_start(self, argv));
 	ASSERT_TRUE(pt_st_wait_recording(20000));
 	/* Far over memory.high with nothing to reclaim: throttled, stalling. */
@@ -555,7 +528,7 @@ TEST_F_TIMEOUT(trig, psi, 300)
 	TH_LOG("%s", self->out);
 	ASSERT_LE(1, count_files(self->dir, ".bin", bin, sizeof(bin)));
 	ASSERT_NE(NULL, strstr(bin, "-psi-")) TH_LOG("%s", bin);
-	ASSERT_EQ(0, load_file(bin, &self->b));
+	ASSERT_EQ(0, pt_st_load_file(bin, &self->b));
 	ASSERT_EQ(0, scan_file(&self->b, &s)) TH_LOG("%s", s.why);
 	EXPECT_LT(0, s.events);
 	ASSERT_EQ(0, load_json(bin, &json));
@@ -693,7 +666,7 @@ TEST_F_TIMEOUT(trig, inuse, 300)
 
 	TRIG_READY();
 	snprintf(self->dir, sizeof(self->dir), "/tmp/pt-trig-inuse");
-	clean_dir(self->dir);
+	pt_st_rm_dir(self->dir);
 	snprintf(keep, sizeof(keep), "%dM", INUSE_KEEP_MB);
 
 	/*
@@ -752,7 +725,7 @@ TEST_F_TIMEOUT(trig, inuse, 300)
 
 	ASSERT_EQ(1, count_files(self->dir, ".bin", bin, sizeof(bin)));
 	ASSERT_NE(NULL, strstr(bin, "-inuse-1.bin")) TH_LOG("%s", bin);
-	ASSERT_EQ(0, load_file(bin, &self->b));
+	ASSERT_EQ(0, pt_st_load_file(bin, &self->b));
 	ret = pgtrace_reader_open_mem(&r, self->b.p, self->b.len, 0);
 	ASSERT_EQ(0, ret) TH_LOG("%s", r ? pgtrace_reader_error(r) : strerror(-ret));
 	while ((ret = pgtrace_reader_next(r, &ev)) == 1) {

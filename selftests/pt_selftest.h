@@ -295,6 +295,12 @@ ssize_t pt_st_buf_read(int fd, struct pt_st_buf *b);
  */
 int pt_st_buf_drain(int fd, struct pt_st_buf *b);
 
+/* pt_st_load_file() - the whole file @path into @b (emptied first): 0 or -errno. */
+int pt_st_load_file(const char *path, struct pt_st_buf *b);
+
+/* pt_st_rm_dir() - remove @dir's files, then @dir (no subdirectories). */
+void pt_st_rm_dir(const char *dir);
+
 /* ------------------------------------------ the raw stream, without libpagetrace */
 
 /* The header as the kernel wrote it, parsed without the library. */

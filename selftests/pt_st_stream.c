@@ -6,6 +6,7 @@
  * page traffic are in pt_selftest.c.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -73,6 +74,32 @@ int pt_st_buf_drain(int fd, struct pt_st_buf *b)
 		if (n < 0)
 			return errno == EAGAIN ? 1 : -errno;
 	}
+}
+
+int pt_st_load_file(const char *path, struct pt_st_buf *b)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	b->len = 0;
+	if (fd < 0)
+		return -errno;
+	ret = pt_st_buf_drain(fd, b);
+	close(fd);
+	return ret;
+}
+
+void pt_st_rm_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+	rmdir(dir);
 }
 
 /* ------------------------------------------ the raw stream, without libpagetrace */
