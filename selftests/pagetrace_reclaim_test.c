@@ -4,12 +4,16 @@
  * only reclaim: pages of known PFNs in a memory cgroup are pushed out by
  * memory.reclaim (memory.high before 5.19) and must come back as reclaim events, while drop_caches
  * must free them as plain frees.  Readahead filling the same file's cache
- * must show up as one allocation per page.
+ * must show up as one allocation per page.  pagetrace stats --reclaim, on
+ * a recording of the same reclaim, gives the reclaimed pages to the
+ * process that read them in, by pid and name, with lifetimes that fit
+ * what the test did.
  *
  * The page cache lives on ext4 over a loop device (tmpfs pages cannot be
  * reclaimed without swap).  The PFNs come from /proc/self/pagemap of a
  * shared read-only mapping of the file.  Needs root, cgroup v2 with the
- * memory controller, loop, ext4 and busybox (mke2fs, mount).
+ * memory controller, loop, ext4 and busybox (mke2fs, mount); the stats
+ * test also the pagetrace CLI ($PAGETRACE_BIN).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,7 +26,10 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -246,6 +253,12 @@ static void count_types(const unsigned char *type, size_t n, size_t *by)
 		by[type[i] & 3]++;
 }
 
+/* The files of stats_reclaim_names_the_allocator, removed by the teardown. */
+#define ATTR_TRACE	"/tmp/pt-reclaim-attr.bin"
+#define ATTR_REC_OUT	"/tmp/pt-reclaim-attr.rec"
+#define ATTR_JSON	"/tmp/pt-reclaim-attr.json"
+#define ATTR_ERR	"/tmp/pt-reclaim-attr.err"
+
 FIXTURE(reclaim)
 {
 	uint64_t pfns[NPAGES];
@@ -253,6 +266,9 @@ FIXTURE(reclaim)
 	struct pt_st_trace t;
 	int dev;
 	const char *skip;	/* the 6.1 harness runs the test after a setup SKIP */
+	pid_t rec;		/* a recorder still running, or -1 */
+	char old_tasks[16];	/* the tasks parameter to restore, or "" */
+	struct pt_st_buf out;
 };
 
 FIXTURE_SETUP(reclaim)
@@ -261,6 +277,9 @@ FIXTURE_SETUP(reclaim)
 
 	self->dev = -1;
 	self->t.ev = NULL;
+	self->rec = -1;
+	self->old_tasks[0] = '\0';
+	memset(&self->out, 0, sizeof(self->out));
 	self->skip = setup_world();
 	if (self->skip)
 		return;
@@ -271,6 +290,17 @@ FIXTURE_SETUP(reclaim)
 FIXTURE_TEARDOWN(reclaim)
 {
 	pt_st_trace_free(&self->t);
+	pt_st_buf_free(&self->out);
+	if (self->rec > 0) {
+		kill(self->rec, SIGKILL);
+		waitpid(self->rec, NULL, 0);
+	}
+	if (self->old_tasks[0])
+		pt_st_set_param("tasks", self->old_tasks);
+	unlink(ATTR_TRACE);
+	unlink(ATTR_REC_OUT);
+	unlink(ATTR_JSON);
+	unlink(ATTR_ERR);
 	if (self->dev >= 0)
 		close(self->dev);
 	teardown_world();
@@ -389,6 +419,303 @@ TEST_F_TIMEOUT(reclaim, drop_caches_is_free, RECLAIM_TIMEOUT)
 	EXPECT_EQ(0, by[PGTRACE_EV_RECLAIM]);
 	EXPECT_EQ(0, by[PGTRACE_EV_ALLOC]);
 	EXPECT_EQ(resident_pages(), by[0]);
+}
+
+/* ------------------------------------------- who caused reclaim, by the CLI */
+
+#define RECLAIMEE	"pt-reclaimee"
+/*
+ * How far CLOCK_MONOTONIC and the trace clock may disagree about one
+ * interval: under TCG with the TSC marked unstable local_clock() strays
+ * from CLOCK_MONOTONIC by milliseconds between ticks (pt_selftest.h).
+ */
+#define ATTR_SLACK_NS	(50 * 1000000ULL)
+/*
+ * The child's pages besides the file's that reclaim may take: the ext4
+ * metadata it read to open the file (the inode table comes with
+ * inode_readahead_blks, 32 blocks by default, of readahead).
+ */
+#define ATTR_META_PAGES	64
+/* Between the child's last page and the reclaim: a floor for lifetimes. */
+#define ATTR_GAP_NS	(500 * 1000000ULL)
+
+/*
+ * Run $PAGETRACE_BIN with @argv (argv[0] set here), stdout to @out and
+ * stderr to @err, in the root cgroup: the recorder's own memory (and
+ * anything it writes) must not be in the cgroup whose reclaim we check.
+ */
+static pid_t cli_start(const char *bin, char **argv, const char *out, const char *err)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int o = open(out, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+		int e = open(err, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+
+		if (o < 0 || e < 0 || write_file(CG_ROOT "/cgroup.procs", "0"))
+			_exit(126);
+		dup2(o, 1);
+		dup2(e, 2);
+		argv[0] = (char *)bin;
+		execv(bin, argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The number after "@key": at or after @from, before @end (NULL: anywhere); -1 if none. */
+static int64_t json_num(const char *from, const char *end, const char *key)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\": ", key);
+	p = strstr(from, k);
+	if (!p || (end && p >= end))
+		return -1;
+	return strtoll(p + strlen(k), NULL, 10);
+}
+
+/* One by_task entry of stats --reclaim --json, as far as the test reads it. */
+struct attr_task {
+	int64_t	tgid, pages, blocks, min_ns, p50_ns, p90_ns, max_ns;
+	char	comm[32];
+};
+
+/*
+ * The first by_task entry at or after @from (before @end, where the list
+ * ends) into @t: returns where the next one may start, NULL if none.
+ */
+static const char *next_task(const char *from, const char *end, struct attr_task *t)
+{
+	const char *p = strstr(from, "{\"tgid\": "), *q, *life, *c;
+
+	if (!p || p >= end)
+		return NULL;
+	q = strstr(p + 1, "{\"tgid\": ");
+	if (!q || q > end)
+		q = end;
+	memset(t, 0, sizeof(*t));
+	t->tgid = json_num(p, q, "tgid");
+	/* The group's own keys come before its "lifetime" object. */
+	t->pages = json_num(p, q, "pages");
+	t->blocks = json_num(p, q, "blocks");
+	life = strstr(p, "\"lifetime\": ");
+	if (!life || life >= q)
+		life = q;
+	t->min_ns = json_num(life, q, "min_ns");
+	t->p50_ns = json_num(life, q, "p50_ns");
+	t->p90_ns = json_num(life, q, "p90_ns");
+	t->max_ns = json_num(life, q, "max_ns");
+	c = strstr(p, "\"comm\": \"");
+	if (c && c < q) {
+		c += strlen("\"comm\": \"");
+		for (size_t i = 0; i < sizeof(t->comm) - 1 && c[i] && c[i] != '"'; i++)
+			t->comm[i] = c[i];
+	}
+	return q;
+}
+
+/* The trace's span: its last event's time less the session start; 0 if unreadable. */
+static uint64_t trace_span(const struct pt_st_buf *b)
+{
+	struct pgtrace_reader *r = NULL;
+	struct pgtrace_event ev;
+	uint64_t last = 0, start;
+
+	if (pgtrace_reader_open_mem(&r, b->p, b->len, 0))
+		return 0;
+	start = pgtrace_reader_header(r)->start_ns;
+	while (pgtrace_reader_next(r, &ev) == 1)
+		if (ev.time_ns > last)
+			last = ev.time_ns;
+	pgtrace_reader_close(r);
+	return last > start ? last - start : 0;
+}
+
+/*
+ * The child: named RECLAIMEE, it reads the whole data file through a
+ * shared mapping, so readahead allocates its page cache in its context,
+ * and exits.  It renames itself first and then waits out two flush
+ * periods: the stream names a task once per chunk, and the chunk open
+ * when it forked named it by our name already; once that chunk is closed
+ * the ones holding its pages name it anew.
+ */
+static void reclaimee(long flush_ms)
+{
+	volatile char sink = 0;
+	char *map;
+	int fd;
+
+	prctl(PR_SET_NAME, RECLAIMEE);
+	usleep((2 * flush_ms + 100) * 1000);
+	fd = open(DATA, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		_exit(1);
+	map = mmap(NULL, DATA_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		_exit(1);
+	for (size_t i = 0; i < NPAGES; i++)
+		sink += map[i * 4096];
+	(void)sink;
+	_exit(0);
+}
+
+/*
+ * pagetrace stats --reclaim on a real reclaim: while `pagetrace record`
+ * records, a child named RECLAIMEE reads the data file into the (empty)
+ * page cache, then memory.reclaim pushes the cgroup's pages out.  Every
+ * page of the file that went was allocated by the child during the trace
+ * (the cache held none of it before, bar what drop_caches left) and
+ * reclaimed, not freed (memory_reclaim_is_reclaim): the child's tgid,
+ * under its name, must own that many of the reclaimed pages, which lived
+ * at least from the child's last read to the reclaim, and at most from
+ * its fork to the reclaim's end, within the trace's span.
+ */
+TEST_F_TIMEOUT(reclaim, stats_reclaim_names_the_allocator, RECLAIM_TIMEOUT)
+{
+	char *rec_argv[] = { NULL, "record", "--json", "-o", ATTR_TRACE, NULL };
+	char *stats_argv[] = { NULL, "stats", "--reclaim", "--json", ATTR_TRACE, NULL };
+	const char *bin = getenv("PAGETRACE_BIN");
+	uint64_t t_fork, t_loaded, t_reclaim, t_reclaimed, span;
+	size_t before, loaded, after, lost;
+	int64_t total, traced, sum_tasks = 0;
+	struct attr_task t, child = { .tgid = -1 };
+	const char *json, *p, *end;
+	pid_t pid, reclaimee_pid;
+	long flush_ms;
+	int st;
+
+	if (self->skip)
+		SKIP(return, "%s (needs cgroup v2 memory, loop, ext4, mke2fs)",
+		     self->skip);
+	if (access("/dev/pagetrace", F_OK))
+		SKIP(return, "/dev/pagetrace missing: load pagetrace.ko first");
+	if (!bin || access(bin, X_OK))
+		SKIP(return, "no pagetrace CLI: set PAGETRACE_BIN");
+	flush_ms = pt_st_get_param("flush_ms");
+	ASSERT_LT(0, flush_ms);
+
+	/* Task records for this session (another test may have turned them off). */
+	ASSERT_LT(0, pt_st_get_param_str("tasks", self->old_tasks, sizeof(self->old_tasks)));
+	self->old_tasks[strcspn(self->old_tasks, "\n")] = '\0';
+	ASSERT_EQ(0, pt_st_set_param("tasks", "1"));
+	self->rec = cli_start(bin, rec_argv, ATTR_REC_OUT, ATTR_ERR);
+	ASSERT_LT(0, self->rec);
+	ASSERT_TRUE(pt_st_wait_recording(20000)) TH_LOG("the recorder did not start within 20 s");
+
+	before = resident_pages();
+	t_fork = pt_st_mono_ns();
+	reclaimee_pid = fork();
+	if (reclaimee_pid == 0)
+		reclaimee(flush_ms);
+	ASSERT_LT(0, reclaimee_pid);
+	ASSERT_EQ(0, wait_status(reclaimee_pid)) TH_LOG("the child could not read the data file");
+	t_loaded = pt_st_mono_ns();
+	loaded = resident_pages();
+	usleep(ATTR_GAP_NS / 1000);
+
+	/* As memory_reclaim_is_reclaim does; what it took counts. */
+	t_reclaim = pt_st_mono_ns();
+	if (!access(CG "/memory.reclaim", F_OK)) {
+		write_file(CG "/memory.reclaim", "67108864");
+	} else {
+		write_file(CG "/memory.high", "1048576");
+		write_file(CG "/memory.high", "max");
+	}
+	t_reclaimed = pt_st_mono_ns();
+	after = resident_pages();
+
+	kill(self->rec, SIGINT);
+	st = wait_status(self->rec);
+	self->rec = -1;
+	ASSERT_EQ(0, pt_st_load_file(ATTR_REC_OUT, &self->out));
+	pt_st_buf_add(&self->out, "", 1);
+	self->out.p[strcspn((char *)self->out.p, "\n")] = '\0';
+	TH_LOG("record: %s", (char *)self->out.p);
+	ASSERT_EQ(0, st);
+	/* A lost allocation would leave its pages to nobody. */
+	ASSERT_NE(NULL, strstr((char *)self->out.p, "\"lost\": 0,"));
+	ASSERT_EQ(0, pt_st_load_file(ATTR_TRACE, &self->out));
+	span = trace_span(&self->out);
+
+	pid = cli_start(bin, stats_argv, ATTR_JSON, ATTR_ERR);
+	ASSERT_LT(0, pid);
+	st = wait_status(pid);
+	if (st) {
+		pt_st_load_file(ATTR_ERR, &self->out);
+		pt_st_buf_add(&self->out, "", 1);
+		ASSERT_EQ(0, st) TH_LOG("pagetrace stats --reclaim --json: %s", (char *)self->out.p);
+	}
+	ASSERT_EQ(0, pt_st_load_file(ATTR_JSON, &self->out));
+	pt_st_buf_add(&self->out, "", 1);
+	json = (char *)self->out.p;
+
+	/* Pages of the file the child put in the cache and reclaim took. */
+	lost = loaded > after + before ? loaded - after - before : 0;
+	TH_LOG("file pages resident: %zu before the child, %zu after it, %zu after reclaim, so %zu its and reclaimed; trace span %.3f s",
+	       before, loaded, after, lost, span / 1e9);
+	ASSERT_LT(0, span);
+	ASSERT_LE(NPAGES * 9 / 10, loaded) TH_LOG("the child's read did not fill the cache");
+	ASSERT_LE(NPAGES / 2, lost) TH_LOG("memory.reclaim took too little of the file to judge");
+
+	total = json_num(json, NULL, "pages");
+	p = strstr(json, "\"traced\": {");
+	ASSERT_NE(NULL, p);
+	traced = json_num(p, NULL, "pages");
+	p = strstr(json, "\"by_task\": [");
+	end = strstr(json, "\"by_stack\": [");
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, end);
+	while ((p = next_task(p, end, &t))) {
+		TH_LOG("by_task: %" PRId64 " %s: %" PRId64 " pages of %" PRId64
+		       " allocations, lived min %" PRId64 " p50 %" PRId64 " p90 %" PRId64
+		       " max %" PRId64 " ns", t.tgid, t.comm, t.pages, t.blocks, t.min_ns,
+		       t.p50_ns, t.p90_ns, t.max_ns);
+		sum_tasks += t.pages;
+		/* Every lifetime is within the trace. */
+		EXPECT_LE(0, t.min_ns);
+		EXPECT_LE(t.min_ns, t.p50_ns);
+		EXPECT_LE(t.p50_ns, t.p90_ns);
+		EXPECT_LE(t.p90_ns, t.max_ns);
+		EXPECT_LE(t.max_ns, (int64_t)span);
+		if (t.tgid == reclaimee_pid)
+			child = t;
+	}
+	TH_LOG("reclaimed %" PRId64 " pages, %" PRId64 " allocated in the trace; the child is %d",
+	       total, traced, reclaimee_pid);
+	EXPECT_LT(0, total);
+	EXPECT_LE(traced, total);
+	EXPECT_EQ(traced, sum_tasks);
+	/* The first "lifetime" is the summary's: all the traced pages. */
+	p = strstr(json, "\"lifetime\": {");
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(traced, json_num(p, NULL, "pages"));
+	EXPECT_LE(json_num(p, NULL, "max_ns"), (int64_t)span);
+
+	/* The child, by pid and by name, owns the pages it lost. */
+	ASSERT_EQ(reclaimee_pid, child.tgid) TH_LOG("the child is not among the allocating tasks");
+	EXPECT_STREQ(RECLAIMEE, child.comm);
+	/*
+	 * All of them but those compaction may have moved (the mover
+	 * allocated the copies): 95%.  At most a few more, ext4's metadata
+	 * the child read to open the file.
+	 */
+	EXPECT_LE((int64_t)(lost * 95 / 100), child.pages);
+	EXPECT_GE((int64_t)lost + ATTR_META_PAGES, child.pages);
+	EXPECT_LE(1, child.blocks);
+	/* They lived from the child's read to the reclaim: no less, no more. */
+	EXPECT_LE((int64_t)(t_reclaim - t_loaded - ATTR_SLACK_NS), child.min_ns);
+	EXPECT_GE((int64_t)(t_reclaimed - t_fork + ATTR_SLACK_NS), child.max_ns);
 }
 
 TEST_HARNESS_MAIN
