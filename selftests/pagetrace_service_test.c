@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pagetrace_service_test: systemd/pagetrace.service, run without systemd
- * (the test VMs do not boot it).  The unit and its settings file are read
+ * (the selftest VMs do not boot it; scripts/test/check-systemd.sh runs
+ * the unit under a real systemd on one kernel, this runs its command lines
+ * on every kernel).  The unit and its settings file are read
  * as systemd reads them: EnvironmentFile='s NAME=VALUE lines, the unit's
  * continued lines, "%%", quotes, "$$", ${NAME} (one word) and a word that
  * is just $NAME (split at whitespace); ExecStart= runs with the unit's
