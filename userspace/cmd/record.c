@@ -1027,7 +1027,8 @@ static int trigger_dump(struct rec *r)
 {
 	const char *dir = r->path;
 	int64_t mono_to_real = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
-	char bin[TRIGGER_PATH_MAX + 64], err[256], hb[32];
+	int64_t when = (int64_t)(r->pending_mono + mono_to_real) / 1000000000;
+	char bin[TRIGGER_PATH_MAX + 64], tmp[TRIGGER_PATH_MAX + 64], err[256], hb[32];
 	struct trigger_span span;
 	struct trigger_record rec = {
 		.t = r->pending, .bin = bin, .detail = r->pending_detail,
@@ -1038,18 +1039,32 @@ static int trigger_dump(struct rec *r)
 	};
 	int ret;
 
-	if (trigger_file_path(bin, sizeof(bin), dir, r->pending, rec.n,
-			      (int64_t)(r->pending_mono + mono_to_real) / 1000000000)) {
-		fprintf(stderr, "pagetrace: %s: the directory's name is too long\n", dir);
-		return -1;
+	/*
+	 * The file is written under a name of its own and renamed when it is
+	 * complete (symbols appended, decoded once): whoever watches the
+	 * directory (a log shipper, --max-files) never sees half a file, and
+	 * a recorder killed while writing leaves only the temporary name,
+	 * which the next dump reuses.  The final name is one no file has:
+	 * a recorder restarted within the same second counts from 1 again.
+	 */
+	for (unsigned int k = rec.n;; k++) {
+		if (k - rec.n >= 1000 ||
+		    trigger_file_path(bin, sizeof(bin), dir, r->pending, k, when)) {
+			fprintf(stderr, "pagetrace: %s: no free file name for trigger %s\n",
+				dir, r->pending->expr);
+			return -1;
+		}
+		if (access(bin, F_OK) && errno == ENOENT)
+			break;
 	}
-	r->out = open(bin, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	snprintf(tmp, sizeof(tmp), "%s/.pagetrace-writing.bin", dir);
+	r->out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (r->out < 0) {
-		fprintf(stderr, "pagetrace: %s: cannot write: %s\n", bin, strerror(errno));
+		fprintf(stderr, "pagetrace: %s: cannot write: %s\n", tmp, strerror(errno));
 		return -1;
 	}
 	/* write_failed() names r->path: the file, while it is written. */
-	r->path = bin;
+	r->path = tmp;
 	r->file_off = 0;
 	rec.frozen_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	ret = write_header(r) || freeze_drain(r) ? -1 : 0;
@@ -1070,10 +1085,15 @@ static int trigger_dump(struct rec *r)
 	if (ret)
 		return -1;
 	r->dumps++;
-	symbolize_file(bin, "/proc/kallsyms", true);
-	if (trigger_file_span(bin, &span, err, sizeof(err)))
+	symbolize_file(tmp, "/proc/kallsyms", true);
+	if (trigger_file_span(tmp, &span, err, sizeof(err)))
 		fprintf(stderr, "pagetrace: %s: WARNING: the file just written does not "
 			"decode: %s\n", bin, err);
+	if (rename(tmp, bin)) {
+		fprintf(stderr, "pagetrace: %s: renaming it to %s: %s\n", tmp, bin,
+			strerror(errno));
+		return -1;
+	}
 	ret = trigger_write_json(&rec);
 	if (ret)
 		fprintf(stderr, "pagetrace: %s: writing its .json: %s\n", bin, strerror(-ret));
