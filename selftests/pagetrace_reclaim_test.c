@@ -268,6 +268,7 @@ FIXTURE(reclaim)
 	const char *skip;	/* the 6.1 harness runs the test after a setup SKIP */
 	pid_t rec;		/* a recorder still running, or -1 */
 	char old_tasks[16];	/* the tasks parameter to restore, or "" */
+	char old_stack_rate[16];	/* likewise stack_rate */
 	struct pt_st_buf out;
 };
 
@@ -279,6 +280,7 @@ FIXTURE_SETUP(reclaim)
 	self->t.ev = NULL;
 	self->rec = -1;
 	self->old_tasks[0] = '\0';
+	self->old_stack_rate[0] = '\0';
 	memset(&self->out, 0, sizeof(self->out));
 	self->skip = setup_world();
 	if (self->skip)
@@ -297,6 +299,8 @@ FIXTURE_TEARDOWN(reclaim)
 	}
 	if (self->old_tasks[0])
 		pt_st_set_param("tasks", self->old_tasks);
+	if (self->old_stack_rate[0])
+		pt_st_set_param("stack_rate", self->old_stack_rate);
 	unlink(ATTR_TRACE);
 	unlink(ATTR_REC_OUT);
 	unlink(ATTR_JSON);
@@ -525,6 +529,100 @@ static const char *next_task(const char *from, const char *end, struct attr_task
 	return q;
 }
 
+/* What the parts of --reclaim=list say of the child's pages. */
+struct attr_parts {
+	size_t	parts;		/* traced ones */
+	size_t	outside;	/* a part not within its allocation's block */
+	size_t	bad_order;	/* an allocation of other than 2^alloc_order pages */
+	size_t	bad_life;	/* life_ns not its reclaim less its allocation, or past the span */
+	size_t	found;		/* pages of the child's among the parts */
+	size_t	others;		/* ... that another task allocated, say the parts */
+	size_t	unsampled;	/* ... whose allocation has no stack (stack_rate=1) */
+};
+
+/*
+ * Walk the parts between @from and @end: each page of the child's (@pfns,
+ * @n sorted; @seen marks those found) must have been allocated by @child,
+ * with a stack, and every traced part must agree with itself.
+ */
+static void walk_parts(const char *from, const char *end, const uint64_t *pfns, size_t n,
+		       unsigned char *seen, int64_t child, uint64_t span, struct attr_parts *a)
+{
+	const char *p = from, *q;
+
+	memset(a, 0, sizeof(*a));
+	memset(seen, 0, n);
+	while ((p = strstr(p, "{\"time_ns\": ")) && p < end) {
+		int64_t t, pfn, np, at, life, apfn, anp, task, stack, order;
+		const char *o;
+
+		q = strstr(p + 1, "{\"time_ns\": ");
+		if (!q || q > end)
+			q = end;
+		o = strstr(p, "\"origin\": \"traced\"");
+		if (!o || o >= q) {
+			p = q;
+			continue;
+		}
+		a->parts++;
+		t = json_num(p, q, "time_ns");
+		pfn = json_num(p, q, "pfn");
+		np = json_num(p, q, "npages");
+		at = json_num(p, q, "alloc_time_ns");
+		life = json_num(p, q, "life_ns");
+		apfn = json_num(p, q, "alloc_pfn");
+		anp = json_num(p, q, "alloc_npages");
+		task = json_num(p, q, "alloc_task");
+		stack = json_num(p, q, "alloc_stack");
+		order = json_num(p, q, "alloc_order");
+		a->outside += np < 1 || pfn < apfn || pfn + np > apfn + anp;
+		a->bad_order += order < 0 || order > 20 || anp != 1LL << order;
+		a->bad_life += life < 0 || life != t - at || (uint64_t)life > span;
+		for (int64_t k = pfn; np > 0 && k < pfn + np; k++) {
+			uint64_t key = k;
+			const uint64_t *hit = bsearch(&key, pfns, n, sizeof(*pfns), cmp_u64);
+
+			if (!hit || seen[hit - pfns])
+				continue;
+			seen[hit - pfns] = 1;
+			a->found++;
+			a->others += task != child;
+			a->unsampled += stack == 0;
+		}
+		p = q;
+	}
+}
+
+/*
+ * Pages of the by_stack groups between @from and @end whose frames show
+ * the page cache filling itself (filemap_fault, readahead).
+ */
+static int64_t page_cache_stack_pages(const char *from, const char *end)
+{
+	const char *p = from, *q, *f, *fe;
+	int64_t pages = 0;
+
+	while ((p = strstr(p, "{\"stack\": ")) && p < end) {
+		q = strstr(p + 1, "{\"stack\": ");
+		if (!q || q > end)
+			q = end;
+		f = strstr(p, "\"frames\": [");
+		fe = f ? strchr(f, ']') : NULL;
+		if (f && fe && fe < q) {
+			char frames[4096];
+			size_t len = fe - f < (long)sizeof(frames) - 1 ? fe - f : sizeof(frames) - 1;
+
+			memcpy(frames, f, len);
+			frames[len] = '\0';
+			if (strstr(frames, "filemap") || strstr(frames, "readahead") ||
+			    strstr(frames, "page_cache_ra"))
+				pages += json_num(p, q, "pages");
+		}
+		p = q;
+	}
+	return pages;
+}
+
 /* The trace's span: its last event's time less the session start; 0 if unreadable. */
 static uint64_t trace_span(const struct pt_st_buf *b)
 {
@@ -545,14 +643,15 @@ static uint64_t trace_span(const struct pt_st_buf *b)
 /*
  * The child: named RECLAIMEE, it reads the whole data file through a
  * shared mapping, so readahead allocates its page cache in its context,
- * and exits.  It renames itself first and then waits out two flush
+ * writes the PFN of each page to @up and exits.  It renames itself first and then waits out two flush
  * periods: the stream names a task once per chunk, and the chunk open
  * when it forked named it by our name already; once that chunk is closed
  * the ones holding its pages name it anew.
  */
-static void reclaimee(long flush_ms)
+static void reclaimee(long flush_ms, int up)
 {
 	volatile char sink = 0;
+	uint64_t pfn;
 	char *map;
 	int fd;
 
@@ -567,6 +666,11 @@ static void reclaimee(long flush_ms)
 	for (size_t i = 0; i < NPAGES; i++)
 		sink += map[i * 4096];
 	(void)sink;
+	/* Where its pages are, for the parent to find them in the reclaim. */
+	for (size_t i = 0; i < NPAGES; i++)
+		if (!pt_st_pagemap_pfn(map + i * 4096, &pfn) &&
+		    write(up, &pfn, sizeof(pfn)) != sizeof(pfn))
+			_exit(1);
 	_exit(0);
 }
 
@@ -579,21 +683,28 @@ static void reclaimee(long flush_ms)
  * reclaimed, not freed (memory_reclaim_is_reclaim): the child's tgid,
  * under its name, must own that many of the reclaimed pages, which lived
  * at least from the child's last read to the reclaim, and at most from
- * its fork to the reclaim's end, within the trace's span.
+ * its fork to the reclaim's end, within the trace's span.  With
+ * --reclaim=list and stack_rate=1, page by page: each PFN the child's
+ * mapping showed that reclaim took is the child's, with a stack through
+ * the page cache's fill path, in an allocation of 2^order pages.
  */
 TEST_F_TIMEOUT(reclaim, stats_reclaim_names_the_allocator, RECLAIM_TIMEOUT)
 {
 	char *rec_argv[] = { NULL, "record", "--json", "-o", ATTR_TRACE, NULL };
-	char *stats_argv[] = { NULL, "stats", "--reclaim", "--json", ATTR_TRACE, NULL };
+	char *stats_argv[] = { NULL, "stats", "--reclaim=list", "--json", ATTR_TRACE, NULL };
 	const char *bin = getenv("PAGETRACE_BIN");
 	uint64_t t_fork, t_loaded, t_reclaim, t_reclaimed, span;
 	size_t before, loaded, after, lost;
 	int64_t total, traced, sum_tasks = 0;
 	struct attr_task t, child = { .tgid = -1 };
-	const char *json, *p, *end;
+	const char *json, *p, *end, *sum;
+	size_t n = 0, filled = 0;
+	struct attr_parts parts;
+	int64_t cache_stacks;
 	pid_t pid, reclaimee_pid;
 	long flush_ms;
-	int st;
+	ssize_t got;
+	int st, up[2];
 
 	if (self->skip)
 		SKIP(return, "%s (needs cgroup v2 memory, loop, ext4, mke2fs)",
@@ -609,17 +720,32 @@ TEST_F_TIMEOUT(reclaim, stats_reclaim_names_the_allocator, RECLAIM_TIMEOUT)
 	ASSERT_LT(0, pt_st_get_param_str("tasks", self->old_tasks, sizeof(self->old_tasks)));
 	self->old_tasks[strcspn(self->old_tasks, "\n")] = '\0';
 	ASSERT_EQ(0, pt_st_set_param("tasks", "1"));
+	/* Every allocation's stack: each reclaimed page then has one. */
+	ASSERT_LT(0, pt_st_get_param_str("stack_rate", self->old_stack_rate,
+					 sizeof(self->old_stack_rate)));
+	self->old_stack_rate[strcspn(self->old_stack_rate, "\n")] = '\0';
+	ASSERT_EQ(0, pt_st_set_param("stack_rate", "1"));
 	self->rec = cli_start(bin, rec_argv, ATTR_REC_OUT, ATTR_ERR);
 	ASSERT_LT(0, self->rec);
 	ASSERT_TRUE(pt_st_wait_recording(20000)) TH_LOG("the recorder did not start within 20 s");
 
 	before = resident_pages();
 	t_fork = pt_st_mono_ns();
+	ASSERT_EQ(0, pipe(up));
 	reclaimee_pid = fork();
-	if (reclaimee_pid == 0)
-		reclaimee(flush_ms);
+	if (reclaimee_pid == 0) {
+		close(up[0]);
+		reclaimee(flush_ms, up[1]);
+	}
+	close(up[1]);
 	ASSERT_LT(0, reclaimee_pid);
+	while (filled < sizeof(self->pfns) &&
+	       (got = read(up[0], (char *)self->pfns + filled, sizeof(self->pfns) - filled)) > 0)
+		filled += got;
+	close(up[0]);
+	n = filled / sizeof(*self->pfns);
 	ASSERT_EQ(0, wait_status(reclaimee_pid)) TH_LOG("the child could not read the data file");
+	qsort(self->pfns, n, sizeof(*self->pfns), cmp_u64);
 	t_loaded = pt_st_mono_ns();
 	loaded = resident_pages();
 	usleep(ATTR_GAP_NS / 1000);
@@ -668,12 +794,15 @@ TEST_F_TIMEOUT(reclaim, stats_reclaim_names_the_allocator, RECLAIM_TIMEOUT)
 	ASSERT_LE(NPAGES * 9 / 10, loaded) TH_LOG("the child's read did not fill the cache");
 	ASSERT_LE(NPAGES / 2, lost) TH_LOG("memory.reclaim took too little of the file to judge");
 
-	total = json_num(json, NULL, "pages");
-	p = strstr(json, "\"traced\": {");
+	/* The parts first, then the summary's keys. */
+	sum = strstr(json, "], \"events\": ");
+	ASSERT_NE(NULL, sum);
+	total = json_num(sum, NULL, "pages");
+	p = strstr(sum, "\"traced\": {");
 	ASSERT_NE(NULL, p);
 	traced = json_num(p, NULL, "pages");
-	p = strstr(json, "\"by_task\": [");
-	end = strstr(json, "\"by_stack\": [");
+	p = strstr(sum, "\"by_task\": [");
+	end = strstr(sum, "\"by_stack\": [");
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, end);
 	while ((p = next_task(p, end, &t))) {
@@ -697,7 +826,7 @@ TEST_F_TIMEOUT(reclaim, stats_reclaim_names_the_allocator, RECLAIM_TIMEOUT)
 	EXPECT_LE(traced, total);
 	EXPECT_EQ(traced, sum_tasks);
 	/* The first "lifetime" is the summary's: all the traced pages. */
-	p = strstr(json, "\"lifetime\": {");
+	p = strstr(sum, "\"lifetime\": {");
 	ASSERT_NE(NULL, p);
 	EXPECT_EQ(traced, json_num(p, NULL, "pages"));
 	EXPECT_LE(json_num(p, NULL, "max_ns"), (int64_t)span);
@@ -716,6 +845,29 @@ TEST_F_TIMEOUT(reclaim, stats_reclaim_names_the_allocator, RECLAIM_TIMEOUT)
 	/* They lived from the child's read to the reclaim: no less, no more. */
 	EXPECT_LE((int64_t)(t_reclaim - t_loaded - ATTR_SLACK_NS), child.min_ns);
 	EXPECT_GE((int64_t)(t_reclaimed - t_fork + ATTR_SLACK_NS), child.max_ns);
+
+	/*
+	 * Page by page: of the PFNs the child's mapping showed, those in a
+	 * reclaim part are its own, each with its stack, and every part lies
+	 * in an allocation of 2^order pages and lived its reclaim's time less
+	 * the allocation's.
+	 */
+	walk_parts(json, sum, self->pfns, n, self->type, reclaimee_pid, span, &parts);
+	TH_LOG("parts: %zu traced; %zu of the child's %zu PFNs in them, %zu given to others, %zu without a stack; %zu outside their block, %zu of a wrong order, %zu of a wrong life",
+	       parts.parts, parts.found, n, parts.others, parts.unsampled, parts.outside,
+	       parts.bad_order, parts.bad_life);
+	EXPECT_LE(lost * 95 / 100, parts.found);
+	EXPECT_EQ(0, parts.others);
+	EXPECT_EQ(0, parts.unsampled);
+	EXPECT_EQ(0, parts.outside);
+	EXPECT_EQ(0, parts.bad_order);
+	EXPECT_EQ(0, parts.bad_life);
+
+	/* By stack: the file's pages came from the page cache's own paths. */
+	p = strstr(sum, "\"by_stack\": [");
+	cache_stacks = page_cache_stack_pages(p, p + strlen(p));
+	TH_LOG("by_stack: %" PRId64 " pages from stacks through filemap/readahead", cache_stacks);
+	EXPECT_LE((int64_t)(lost * 95 / 100), cache_stacks);
 }
 
 TEST_HARNESS_MAIN
