@@ -89,7 +89,8 @@ cp "$TOOLS_DEB" "$STAGE/tmp/"
 chroot "$STAGE" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
 	dpkg -i "/tmp/${TOOLS_DEB##*/}" >"$W/dpkg.log" 2>&1 ||
 	fail_all "dpkg -i ${TOOLS_DEB##*/} failed in the root (log: $W/dpkg.log)"
-rm -f "$STAGE/tmp/${TOOLS_DEB##*/}"
+# Again, in the guest, over the running service: an upgrade.
+mv "$STAGE/tmp/${TOOLS_DEB##*/}" "$STAGE/root/pagetrace-tools.deb"
 mkdir -p "$STAGE/lib/modules/$REL/updates/dkms"
 cp "$KO" "$STAGE/lib/modules/$REL/updates/dkms/pagetrace.ko"
 for f in modules.builtin modules.builtin.modinfo modules.order; do

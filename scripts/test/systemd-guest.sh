@@ -17,15 +17,20 @@
 #   journal       the recorder's messages are in the journal of the unit
 #   state_dir     StateDirectory= made /var/lib/pagetrace root:adm 0750
 #   signal_file   SIGUSR1 to the main process: one trace file, root:adm
-#                 0640 (Group=, UMask=), that decodes and names its trigger
+#                 0640 (Group=, UMask=), that decodes, names its trigger
+#                 and its stack frames, and opens in report and pprof for
+#                 a member of adm who is not root (for no one else)
 #   oom_file      a memory-limited unit (systemd-run -p MemoryMax=) is
 #                 OOM-killed: a file for trigger oom, whose trace holds the
 #                 victim's allocations under its name
 #   restart       the recorder SIGKILLed: restarted after RestartSec=,
-#                 NRestarts=1, recording again
+#                 NRestarts=1, the new recorder records and writes files
+#   upgrade       the .deb installed again over the running service: the
+#                 postinst restarts it, still enabled
 #   max_files     PAGETRACE_MAX_FILES=2 and three signals: the newest two
-#                 files are kept
-#   stop          systemctl stop: SIGTERM ends the recorder with status 0,
+#                 files and their sidecars are kept, no temporary file
+#   stop          systemctl stop while a trigger waits out --post: the
+#                 file is written, SIGTERM ends the recorder with status 0,
 #                 the session stops, the module stays
 #   bad_setting   a bad PAGETRACE_KEEP: exit status 2, not restarted
 #                 (RestartPreventExitStatus=), the error in the journal
@@ -40,7 +45,7 @@ SETTINGS=/etc/default/pagetrace
 PARAMS=/sys/module/pagetrace/parameters
 KO=/lib/modules/$(uname -r)/updates/dkms/pagetrace.ko
 DROPIN=/run/systemd/system/pagetrace.service.d
-NTESTS=12
+NTESTS=13
 
 exec 3>"$OUT"
 stty -F "$OUT" raw -echo 2>/dev/null
@@ -84,6 +89,8 @@ journal_has() { journalctl -q -b -u pagetrace.service -o cat | grep -Eq -e "$1";
 # (DETAIL): SIZE, SECS s of trace to FILE".
 written() { journalctl -q -b -u pagetrace.service -o cat |
 	sed -En "s/^pagetrace: trigger $1( \([^)]*\))?: .* of trace to //p"; }
+# more: more files written for trigger signal than $w, counted before.
+more() { [ "$(written signal | wc -l)" -gt "$w" ]; }
 files() { ls "$DIR"/pagetrace-*.bin 2>/dev/null; }
 nfiles() { files | wc -l; }
 # set_setting NAME VALUE: in the settings file, as an administrator would.
@@ -95,6 +102,11 @@ journal_tail() { journalctl -q -b -u pagetrace.service -o cat | tail -n "${1:-10
 	sed 's/^/journal: /' >>"$DIAG"; }
 
 cp "$SETTINGS" /run/pagetrace.default.orig
+# Users who are not root: nobody in the adm group, and nobody alone.
+mkdir -p /run/pt-user
+chmod 1777 /run/pt-user
+as_adm() { setpriv --reuid=nobody --regid=nogroup --groups=adm -- "$@"; }
+as_other() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
 
 echo "TAP version 13" >&3
 echo "1..$NTESTS" >&3
@@ -143,9 +155,12 @@ s=$(stat -c '%U:%G %a' "$DIR" 2>&1)
 result state_dir
 
 # ---------------------------------------------------------------- signal_file
-# check_file BIN TRIGGER: the file and its sidecar as the unit makes them.
+# check_file BIN TRIGGER: the file and its sidecar as the unit makes them:
+# owned root:adm, readable by a member of adm who is not root (report and
+# pprof open it) and by nobody else; its stack frames named (by the
+# recorder in the sandbox, which needs CAP_SYSLOG for /proc/kallsyms).
 check_file() {
-	local bin=$1 s
+	local bin=$1 s named
 
 	s=$(stat -c '%U:%G %a' "$bin" 2>&1)
 	[ "$s" = "root:adm 640" ] || diag "$bin is '$s', expected root:adm 640 (Group=, UMask=0027)"
@@ -155,6 +170,23 @@ check_file() {
 		diag "${bin%.bin}.json does not name trigger $2: $(head -c 300 "${bin%.bin}.json" 2>&1)"
 	pagetrace stats "$bin" >/run/pt-stats.txt 2>&1 ||
 		{ diag "pagetrace stats $bin failed:"; tail -n 5 /run/pt-stats.txt >>"$DIAG"; }
+	named=$(sed -n 's/.* distinct stacks, \([0-9]*\) named addresses$/\1/p' /run/pt-stats.txt)
+	[ "${named:-0}" -gt 0 ] ||
+		diag "$bin: no stack frame named ($(grep 'stack samples' /run/pt-stats.txt))"
+	rm -f /run/pt-user/*
+	if ! as_adm pagetrace report "$bin" -o /run/pt-user/r.html >/run/pt-adm.txt 2>&1 ||
+		[ ! -s /run/pt-user/r.html ]; then
+		diag "pagetrace report as a member of adm:"
+		tail -n 3 /run/pt-adm.txt >>"$DIAG"
+	fi
+	if ! as_adm pagetrace pprof "$bin" -o /run/pt-user/p.pb.gz >/run/pt-adm.txt 2>&1 ||
+		[ ! -s /run/pt-user/p.pb.gz ]; then
+		diag "pagetrace pprof as a member of adm:"
+		tail -n 3 /run/pt-adm.txt >>"$DIAG"
+	fi
+	if as_other pagetrace stats "$bin" >/dev/null 2>&1; then
+		diag "$bin: a user outside adm can read it"
+	fi
 }
 before=$(nfiles)
 systemctl kill -s SIGUSR1 --kill-whom=main pagetrace.service
@@ -206,10 +238,37 @@ result oom_file
 pid=$(prop MainPID)
 r0=$(prop NRestarts)
 systemctl kill -s SIGKILL --kill-whom=main pagetrace.service
+# Restarted, and the new recorder (not a session the old one left) is
+# the one recording: it says so in the journal and writes on SIGUSR1.
 restarted() { [ "$(prop NRestarts)" = $((r0 + 1)) ] && [ "$(prop ActiveState)" = active ] &&
-	[ "$(prop MainPID)" != "$pid" ] && [ "$(prop MainPID)" != 0 ] && recording; }
-wait_for 60 restarted || { diag "not restarted 60 s after SIGKILL: $(unit_state)"; journal_tail; }
+	[ "$(prop MainPID)" != "$pid" ] && [ "$(prop MainPID)" != 0 ] && recording &&
+	journalctl -q -b _PID="$(prop MainPID)" -o cat | grep -q '^pagetrace: flight recorder keeping'; }
+if ! wait_for 60 restarted; then
+	diag "not restarted and recording 60 s after SIGKILL: $(unit_state)"
+	journal_tail
+else
+	w=$(written signal | wc -l)
+	systemctl kill -s SIGUSR1 --kill-whom=main pagetrace.service
+	wait_for 60 more || diag "the restarted recorder wrote no file on SIGUSR1"
+fi
 result restart
+
+# -------------------------------------------------------------------- upgrade
+# The package installed again over the running service (what an upgrade
+# does): its postinst restarts the enabled unit, and the new recorder
+# records.
+pid=$(prop MainPID)
+if ! out=$(DEBIAN_FRONTEND=noninteractive dpkg -i /root/pagetrace-tools.deb 2>&1); then
+	diag "dpkg -i over the running service failed:"
+	echo "$out" | tail -n 5 >>"$DIAG"
+fi
+upgraded() { [ "$(prop ActiveState)" = active ] && [ "$(prop MainPID)" != "$pid" ] &&
+	[ "$(prop MainPID)" != 0 ] && recording &&
+	journalctl -q -b _PID="$(prop MainPID)" -o cat | grep -q '^pagetrace: flight recorder keeping'; }
+wait_for 60 upgraded || { diag "not restarted and recording after the upgrade: $(unit_state)"; journal_tail 5; }
+st=$(systemctl is-enabled pagetrace.service 2>&1)
+[ "$st" = enabled ] || diag "is-enabled says '$st' after the upgrade"
+result upgrade
 
 # ------------------------------------------------------------------ max_files
 set_setting PAGETRACE_MAX_FILES 2
@@ -218,17 +277,29 @@ wait_for 60 recording || diag "not recording after the restart: $(unit_state)"
 for i in 1 2 3; do
 	w=$(written signal | wc -l)
 	systemctl kill -s SIGUSR1 --kill-whom=main pagetrace.service
-	more() { [ "$(written signal | wc -l)" -gt "$w" ]; }
 	wait_for 60 more || { diag "signal $i wrote no file"; break; }
 done
 newest=$(written signal | tail -n 2 | sort)
 kept=$(files | sort)
 [ "$kept" = "$newest" ] || diag "kept '${kept//$'\n'/ }', expected the newest two: '${newest//$'\n'/ }'"
+# Their sidecars go with them; no temporary file is left.
+s=$(find "$DIR" -name '*.json' | wc -l)
+[ "$s" = 2 ] || diag "$s .json files in $DIR, expected 2: $(ls -a "$DIR")"
+[ ! -e "$DIR/.pagetrace-writing.bin" ] || diag "a temporary file is left in $DIR"
 cp /run/pagetrace.default.orig "$SETTINGS"
 result max_files
 
 # ----------------------------------------------------------------------- stop
+# The stop comes while a trigger waits out --post (2 s): the file is
+# written before the recorder exits.
+w=$(written signal | wc -l)
+nfired() { journalctl -q -b -u pagetrace.service -o cat | grep -c '^pagetrace: trigger signal fired'; }
+f=$(nfired)
+systemctl kill -s SIGUSR1 --kill-whom=main pagetrace.service
+fired() { [ "$(nfired)" -gt "$f" ]; }
+wait_for 10 fired || diag "no 'trigger signal fired' 10 s after SIGUSR1"
 systemctl stop pagetrace.service
+wait_for 10 more || diag "the stop during --post wrote no file"
 [ "$(prop ActiveState)" = inactive ] || diag "not inactive after stop: $(unit_state)"
 [ "$(prop Result)" = success ] || diag "stop did not end it cleanly: $(unit_state)"
 [ "$(prop ExecMainStatus)" = 0 ] || diag "the recorder's status at stop: $(unit_state)"
