@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -231,8 +232,27 @@ static void splice_all(int in, int out, unsigned int flags)
 	if (pipe(p))
 		die("pipe");
 	while (!stopping || flags) {
+		/*
+		 * Wait in poll(), until buffer_percent of the CPU's buffer is
+		 * filled: on 7.3 a blocking splice of trace_pipe_raw with no
+		 * full page ready returns 0 at once, even on an empty buffer
+		 * (6.1's waits).  Taken as the end, the reader quit before
+		 * the first event: every event was overwritten and the
+		 * reader's cost never counted; retried, it spins.
+		 */
+		if (!flags) {
+			struct pollfd pfd = { .fd = in, .events = POLLIN };
+
+			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+				die("poll");
+			if (stopping)
+				break;
+		}
 		n = splice(in, NULL, p[1], NULL, 1 << 16, SPLICE_F_MOVE | flags);
 		if (n < 0 && errno == EINTR && !stopping)
+			continue;
+		/* Woken with no full page yet (7.3): wait again. */
+		if (n == 0 && !flags)
 			continue;
 		if (n <= 0)
 			break;
