@@ -89,6 +89,12 @@ cp "$TOOLS_DEB" "$STAGE/tmp/"
 chroot "$STAGE" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
 	dpkg -i "/tmp/${TOOLS_DEB##*/}" >"$W/dpkg.log" 2>&1 ||
 	fail_all "dpkg -i ${TOOLS_DEB##*/} failed in the root (log: $W/dpkg.log)"
+# Off until enabled; the guest checks what this says.  Then enabled, as
+# an administrator would before a reboot: the guest boots with it.
+mkdir -p "$STAGE/etc/pagetrace-test"
+systemctl --root="$STAGE" is-enabled pagetrace.service >"$STAGE/etc/pagetrace-test/after-install" 2>&1
+systemctl --root="$STAGE" enable pagetrace.service >>"$W/dpkg.log" 2>&1 ||
+	fail_all "systemctl --root enable pagetrace.service failed (log: $W/dpkg.log)"
 # Again, in the guest, over the running service: an upgrade.
 mv "$STAGE/tmp/${TOOLS_DEB##*/}" "$STAGE/root/pagetrace-tools.deb"
 mkdir -p "$STAGE/lib/modules/$REL/updates/dkms"

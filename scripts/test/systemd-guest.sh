@@ -11,9 +11,10 @@
 # off.
 #
 # The tests, in order (each leaves the unit as the next expects it):
-#   installed     the package's unit is there, disabled, module not loaded
-#   enable_now    systemctl enable --now: ExecStartPre= loads the module
-#                 with PAGETRACE_MODULE_OPTIONS, the recorder records
+#   installed     the package's unit is there, and was disabled after the
+#                 install (check-systemd.sh then enabled it)
+#   at_boot       enabled, it started at boot: ExecStartPre= loaded the
+#                 module with PAGETRACE_MODULE_OPTIONS, the recorder records
 #   journal       the recorder's messages are in the journal of the unit
 #   state_dir     StateDirectory= made /var/lib/pagetrace root:adm 0750
 #   signal_file   SIGUSR1 to the main process: one trace file, root:adm
@@ -37,6 +38,8 @@
 #   no_module     no module to load: ExecStartPre= says what to install,
 #                 the restarts end at the start limit (StartLimitBurst=)
 #   disable       systemctl disable --now: stopped, no longer enabled
+#   enable_now    systemctl enable --now with the module loaded: the
+#                 options written to its parameters, recording again
 set -u
 
 OUT=${PT_KTAP_OUT:-/dev/ttyS1}
@@ -45,7 +48,7 @@ SETTINGS=/etc/default/pagetrace
 PARAMS=/sys/module/pagetrace/parameters
 KO=/lib/modules/$(uname -r)/updates/dkms/pagetrace.ko
 DROPIN=/run/systemd/system/pagetrace.service.d
-NTESTS=13
+NTESTS=14
 
 exec 3>"$OUT"
 stty -F "$OUT" raw -echo 2>/dev/null
@@ -114,26 +117,31 @@ echo "# systemd $(systemctl --version | head -n1 | cut -d' ' -f2), kernel $(unam
 	"pagetrace $(pagetrace --version | cut -d' ' -f2)" >&3
 
 # ------------------------------------------------------------------ installed
+# check-systemd.sh wrote down what the package left (before it enabled the
+# unit for the next test): installed, and disabled.
 [ "$(readlink /proc/1/exe)" = /usr/lib/systemd/systemd ] ||
 	[ "$(readlink /proc/1/exe)" = /lib/systemd/systemd ] ||
 	diag "PID 1 is $(readlink /proc/1/exe), not systemd"
 [ -f /lib/systemd/system/pagetrace.service ] || diag "no /lib/systemd/system/pagetrace.service"
-st=$(systemctl is-enabled pagetrace.service 2>&1)
-[ "$st" = disabled ] || diag "is-enabled says '$st' after the install, not disabled"
-[ ! -d /sys/module/pagetrace ] || diag "the module is loaded before the unit starts"
+st=$(cat /etc/pagetrace-test/after-install 2>&1)
+[ "$st" = disabled ] || diag "is-enabled said '$st' after the install, not disabled"
 result installed
 
-# ----------------------------------------------------------------- enable_now
-if ! out=$(systemctl enable --now pagetrace.service 2>&1); then
-	diag "systemctl enable --now failed: $out"
-elif ! wait_for 60 recording; then
-	diag "not recording 60 s after the start: $(unit_state)"
-	journal_tail
-fi
-[ "$(prop ActiveState)" = active ] || diag "not active: $(unit_state)"
+# -------------------------------------------------------------------- at_boot
+# Enabled, it started at boot (before this test), and its ExecStartPre=
+# loaded the module with PAGETRACE_MODULE_OPTIONS ("stack_rate=64", the
+# settings' default; the module's own default is 0).
+st=$(systemctl is-enabled pagetrace.service 2>&1)
+[ "$st" = enabled ] || diag "is-enabled says '$st'"
 [ -e /etc/systemd/system/multi-user.target.wants/pagetrace.service ] ||
-	diag "enable made no multi-user.target.wants/pagetrace.service"
-# PAGETRACE_MODULE_OPTIONS="stack_rate=64", the settings' default.
+	diag "no multi-user.target.wants/pagetrace.service"
+wait_for 60 recording || { diag "not recording 60 s into the test: $(unit_state)"; journal_tail; }
+[ "$(prop ActiveState)" = active ] || diag "not active: $(unit_state)"
+t_svc=$(prop ExecMainStartTimestampMonotonic)
+t_test=$(systemctl show -p ExecMainStartTimestampMonotonic --value pagetrace-systemd-test.service)
+if [ "${t_svc:-0}" = 0 ] || [ "$t_svc" -ge "${t_test:-0}" ]; then
+	diag "not started at boot: at $t_svc us, this test at $t_test us"
+fi
 opt=$(sed -n 's/^PAGETRACE_MODULE_OPTIONS="\?\([^"]*\)"\?$/\1/p' "$SETTINGS")
 case $opt in
 stack_rate=*)
@@ -142,7 +150,7 @@ stack_rate=*)
 		diag "stack_rate is '$v': modprobe did not pass PAGETRACE_MODULE_OPTIONS='$opt'" ;;
 *)	diag "the settings' PAGETRACE_MODULE_OPTIONS is '$opt', expected stack_rate=N" ;;
 esac
-result enable_now
+result at_boot
 
 # -------------------------------------------------------------------- journal
 wait_for 10 journal_has '^pagetrace: flight recorder keeping .* a file in /var/lib/pagetrace for each trigger: oom psi=some:150000/1000000 signal' ||
@@ -367,7 +375,27 @@ systemctl disable --now pagetrace.service >/dev/null 2>&1
 [ "$(prop ActiveState)" = inactive ] || diag "not inactive after disable --now: $(unit_state)"
 st=$(systemctl is-enabled pagetrace.service 2>&1)
 [ "$st" = disabled ] || diag "is-enabled says '$st' after disable"
+[ ! -e /etc/systemd/system/multi-user.target.wants/pagetrace.service ] ||
+	diag "multi-user.target.wants/pagetrace.service is left"
 result disable
+
+# ----------------------------------------------------------------- enable_now
+# With the module loaded already, ExecStartPre= writes the options to its
+# parameters instead.
+echo 0 >$PARAMS/stack_rate
+if ! out=$(systemctl enable --now pagetrace.service 2>&1); then
+	diag "systemctl enable --now failed: $out"
+elif ! wait_for 60 recording; then
+	diag "not recording 60 s after the start: $(unit_state)"
+	journal_tail
+fi
+[ "$(prop ActiveState)" = active ] || diag "not active: $(unit_state)"
+[ -e /etc/systemd/system/multi-user.target.wants/pagetrace.service ] ||
+	diag "enable made no multi-user.target.wants/pagetrace.service"
+v=$(cat $PARAMS/stack_rate 2>/dev/null)
+[ "$v" = "${opt#stack_rate=}" ] ||
+	diag "stack_rate is '$v': ExecStartPre= did not write PAGETRACE_MODULE_OPTIONS='$opt'"
+result enable_now
 
 echo "# $((n - failed)) passed, $failed failed" >&3
 exec 3>&-
