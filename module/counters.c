@@ -23,6 +23,7 @@
  * use.
  */
 #include <linux/cpumask.h>
+#include <linux/delay.h>
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/percpu.h>
@@ -81,39 +82,87 @@ static unsigned long pt_zone_free_read(struct zone *zone, unsigned long *free,
 	return spread;
 }
 
-/**
- * pt_counters_read - every populated zone's counters now
- * @rec: room for @max zones, filled in (entries past nr_zones zeroed)
- * @max: entries @rec has
- *
- * With memory being offlined (memhotplug.c), no zone: the per-CPU lists
- * may be going away.
- *
- * Context: process context; may sleep (briefly).
+/* Tries, and the wait between two, for a reading no memory online crosses. */
+#define PT_COUNTERS_TRIES	5
+#define PT_COUNTERS_WAIT_MS	20
+
+/*
+ * Every populated zone's counters into @rec; the number of zones, or 0
+ * while memory is being offlined (memhotplug.c): the per-CPU lists may be
+ * going away.  *@torn: some zone counts more pages managed, or free, than
+ * present, as a reading across an online that the notifier did not see
+ * does (the module loaded while it ran).
  */
-void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
+static unsigned int pt_counters_read_once(struct pagetrace_rec_counters *rec,
+					  unsigned int max, bool *torn)
 {
 	struct zone *zone = NULL;
 	unsigned int n = 0;
 
-	memset(rec, 0, pt_counters_size(max));
-	rec->time_ns = pt_le64(pt_clock_now());
+	*torn = false;
 	if (pt_mem_read_begin())
-		return;
+		return 0;
 	while (n < max && (zone = pt_next_zone(zone))) {
 		struct pagetrace_zone_counters *z = &rec->zones[n++];
-		unsigned long free, pcp, spread;
+		unsigned long free, pcp, spread, present, managed;
 
 		spread = pt_zone_free_read(zone, &free, &pcp);
 		z->node = pt_le32(zone_to_nid(zone));
 		z->zone = pt_le32(zone_idx(zone));
-		z->present_pages = pt_le64(zone->present_pages);
-		z->managed_pages = pt_le64(zone_managed_pages(zone));
+		present = READ_ONCE(zone->present_pages);
+		managed = zone_managed_pages(zone);
+		if (managed > present || free + pcp > present)
+			*torn = true;
+		z->present_pages = pt_le64(present);
+		z->managed_pages = pt_le64(managed);
 		z->free_pages = pt_le64(free);
 		z->pcp_pages = pt_le64(pcp);
 		z->spread_pages = pt_le64(spread);
 		cond_resched();
 	}
 	pt_mem_read_end();
+	return n;
+}
+
+/**
+ * pt_counters_read - every populated zone's counters now
+ * @rec: room for @max zones, filled in (entries past nr_zones zeroed)
+ * @max: entries @rec has
+ *
+ * No zone while memory is being offlined (memhotplug.c), nor when memory
+ * was onlined across every try: an online adds its pages to the zone's
+ * managed count long before its present count, and such a reading would
+ * count more pages managed, or free, than present.  (With
+ * memmap_on_memory, onlining and offlining a block also move its memmap's
+ * pages in and out of present_pages outside the notifier's events: the
+ * kernel's pages in use then change by those, which no event records.)
+ *
+ * Context: process context; may sleep (up to about 80 ms while memory is
+ * being onlined, the reading moving that far from the caller's instant).
+ */
+void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
+{
+	unsigned int n = 0, tries;
+
+	for (tries = 0; tries < PT_COUNTERS_TRIES; tries++) {
+		unsigned long seq;
+		bool torn;
+
+		if (tries)
+			msleep(PT_COUNTERS_WAIT_MS);
+		seq = pt_mem_online_seq();
+		if (seq & 1)
+			continue;
+		memset(rec, 0, pt_counters_size(max));
+		rec->time_ns = pt_le64(pt_clock_now());
+		n = pt_counters_read_once(rec, max, &torn);
+		if (!torn && pt_mem_online_seq() == seq)
+			break;
+		n = 0;
+	}
+	if (!n) {
+		memset(rec, 0, pt_counters_size(max));
+		rec->time_ns = pt_le64(pt_clock_now());
+	}
 	rec->nr_zones = pt_le32(n);
 }

@@ -14,11 +14,18 @@
  * caller going without: a session start fails with -EBUSY, the counters at
  * stop are left empty.
  *
- * Concurrency: pt_mem_lock, a mutex, guards both counts and is held only to
- * test and change them, never across the reading or anything that sleeps
- * for long, so that the notifier (called with the memory hotplug lock and
- * cpus_read_lock() held) never waits for a reader.  Offlines are
- * serialised by the memory hotplug lock, so one flag is enough for them.
+ * Onlining frees nothing a reader holds, and is not refused: it only makes
+ * the zone counters disagree for its duration (the onlined pages join the
+ * zone's managed count before its present count, so managed may exceed
+ * present).  pt_mem_online_seq() lets a reading of the counters see that
+ * an online ran across it, and read again (counters.c).
+ *
+ * Concurrency: pt_mem_lock, a mutex, guards the counts and the flags, and
+ * is held only to test and change them, never across the reading or
+ * anything that sleeps for long, so that the notifier (called with the
+ * memory hotplug lock and cpus_read_lock() held) never waits for a
+ * reader.  Offlines and onlines are serialised by the memory hotplug lock,
+ * so one flag each is enough for them.
  */
 #include <linux/memory.h>
 #include <linux/mutex.h>
@@ -29,6 +36,8 @@
 static DEFINE_MUTEX(pt_mem_lock);
 static unsigned int pt_mem_readers;	/* under pt_mem_lock */
 static bool pt_mem_offlining;		/* under pt_mem_lock */
+static bool pt_mem_onlining;		/* under pt_mem_lock */
+static unsigned long pt_mem_online_events; /* under pt_mem_lock */
 
 /**
  * pt_mem_read_begin - hold off memory hot-remove for a reading
@@ -59,6 +68,25 @@ void pt_mem_read_end(void)
 	mutex_unlock(&pt_mem_lock);
 }
 
+/**
+ * pt_mem_online_seq - where memory onlining stands
+ *
+ * Context: process context; may sleep (briefly, on the mutex).
+ *
+ * Return: odd while memory is being onlined; changes when an online begins
+ * and when it ends.  A reading that takes it before and after has seen no
+ * online when the two are equal and even.
+ */
+unsigned long pt_mem_online_seq(void)
+{
+	unsigned long seq;
+
+	mutex_lock(&pt_mem_lock);
+	seq = pt_mem_online_events << 1 | pt_mem_onlining;
+	mutex_unlock(&pt_mem_lock);
+	return seq;
+}
+
 static int pt_mem_notify(struct notifier_block *nb, unsigned long action,
 			 void *arg)
 {
@@ -75,6 +103,20 @@ static int pt_mem_notify(struct notifier_block *nb, unsigned long action,
 	case MEM_OFFLINE:
 	case MEM_CANCEL_OFFLINE:
 		pt_mem_offlining = false;
+		break;
+	/*
+	 * A flag, not the sequence's parity alone: a notifier before this
+	 * one may refuse MEM_GOING_ONLINE, and then this one sees only the
+	 * MEM_CANCEL_ONLINE; one registered mid-online sees only the end.
+	 */
+	case MEM_GOING_ONLINE:
+		pt_mem_onlining = true;
+		pt_mem_online_events++;
+		break;
+	case MEM_ONLINE:
+	case MEM_CANCEL_ONLINE:
+		pt_mem_onlining = false;
+		pt_mem_online_events++;
 		break;
 	}
 	mutex_unlock(&pt_mem_lock);

@@ -416,6 +416,7 @@ void pt_pcp_free(struct pt_pcp_set *set);
 /* memhotplug.c: memory hot-remove held off while struct pages are read */
 int pt_mem_read_begin(void);
 void pt_mem_read_end(void);
+unsigned long pt_mem_online_seq(void);
 int pt_mem_guard_init(void);
 void pt_mem_guard_exit(void);
 
