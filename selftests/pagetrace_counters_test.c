@@ -221,26 +221,6 @@ static int read_for(int fd, struct pt_st_buf *b, int ms)
 	return 0;
 }
 
-/* The flags of the header's REC_SNAPSHOT at @hdr, or 0 if it has none. */
-static uint64_t snapshot_flags(const void *hdr)
-{
-	const struct pagetrace_header *h = hdr;
-	const char *p = (const char *)hdr + sizeof(*h);
-	const char *end = (const char *)hdr + h->header_size;
-
-	while (p + sizeof(struct pagetrace_record) <= end) {
-		const struct pagetrace_record *rec = (const void *)p;
-		const struct pagetrace_rec_snapshot *snap = (const void *)(rec + 1);
-
-		if (rec->type == PAGETRACE_REC_END)
-			break;
-		if (rec->type == PAGETRACE_REC_SNAPSHOT)
-			return snap->flags;
-		p += sizeof(*rec) + ((rec->size + 7) & ~7U);
-	}
-	return 0;
-}
-
 /*
  * The trace's count of @z at start or stop, against the kernel's.
  * Without PAGETRACE_SNAPSHOT_PCP (5.10 PREEMPT_RT: its per-CPU lists
@@ -304,6 +284,7 @@ TEST(in_use_matches)
 	struct pgtrace_analysis a;
 	struct pt_st_buf b = { 0 };
 	struct pt_st_hdr hi;
+	const struct pagetrace_rec_snapshot *snap;
 	int64_t *start_diff;
 	void *stop;
 	uint32_t size;
@@ -382,7 +363,9 @@ TEST(in_use_matches)
 	EXPECT_EQ(a.unmatched_in_snapshot_events[PAGETRACE_EV_RECLAIM],
 		  a.unmatched_events[PAGETRACE_EV_RECLAIM]);
 	EXPECT_EQ(0, a.realloc_events);
-	pcp = snapshot_flags(b.p) & PAGETRACE_SNAPSHOT_PCP;
+	snap = pt_st_header_record(b.p, b.len, PAGETRACE_REC_SNAPSHOT, &size);
+	ASSERT_NE(NULL, snap) TH_LOG("no REC_SNAPSHOT in the header");
+	pcp = snap->flags & PAGETRACE_SNAPSHOT_PCP;
 	start_diff = calloc(a.nr_zones + 1, sizeof(*start_diff));
 	ASSERT_NE(NULL, start_diff);
 	for (unsigned int i = 0; i <= a.nr_zones; i++)
