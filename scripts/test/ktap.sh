@@ -147,17 +147,29 @@ failures)
 		diag[++ndiag] = s
 	}
 	{ line = $0; sub(/^\[[^]]*\] /, "", line) }
+	# A failed check of the kselftest harness ("...:Expected a (1) <= b
+	# (0)") may lie far above the result line of its test, under the
+	# later log of that test: the first 3 since the last result are kept apart.
+	line ~ /^#/ && line ~ /:Expected |Test terminated by/ && nchk < 3 { chk[++nchk] = $0 }
 	line ~ /^#/ { keep($0); next }
 	line ~ /^not ok [0-9]+/ {
 		if (++failed == 1)
 			print "# failures:"
 		if (failed <= 20) {
+			# Those the last 6 diagnostics already hold are not repeated.
+			for (i = 1; i <= nchk; i++) {
+				dup = 0
+				for (j = 1; j <= ndiag; j++)
+					if (diag[j] == chk[i]) dup = 1
+				if (!dup)
+					print "#   " chk[i]
+			}
 			for (i = 1; i <= ndiag; i++)
 				print "#   " diag[i]
 			print "#   " $0
 		}
 	}
-	{ ndiag = 0 }
+	{ ndiag = 0; nchk = 0 }
 	END {
 		if (failed > 20)
 			print "#   ... and " failed - 20 " more"
