@@ -27,7 +27,10 @@ static void usage(FILE *f)
 		   "commands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %s\n", cmds[i].help);
-	fprintf(f, "\nFILE is a pagetrace v1 stream, or - for stdin.\n"
+	fprintf(f, "\nFILE is a pagetrace v1 stream, - for stdin, or a trace-cmd data file of kmem\n"
+		   "page events (trace-cmd record -e kmem:mm_page_alloc -e kmem:mm_page_free\n"
+		   "[-e kmem:mm_page_free_batched]), read with libtracecmd: it has no snapshot,\n"
+		   "no reclaims (counted as frees) and no sampled stacks, as pagetrace then says.\n"
 		   "Exit status: 0 ok, 1 unreadable or corrupt trace, 2 bad usage.\n");
 }
 

@@ -96,6 +96,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cmd.h"
+#include "tracedat_in.h"
 
 #define ORDERS_ALWAYS	10
 
@@ -570,7 +571,8 @@ static struct pgtrace_reader *open_stats_trace(const char *path, unsigned int fl
 	if (!strcmp(path, "-"))
 		return open_trace(path, flags, fd);
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0 || fstat(*fd, &st) || !S_ISREG(st.st_mode) || !st.st_size) {
+	if (*fd < 0 || fstat(*fd, &st) || !S_ISREG(st.st_mode) || !st.st_size ||
+	    tracedat_in_is(*fd)) {
 		if (*fd >= 0)
 			close(*fd);
 		return open_trace(path, flags, fd);

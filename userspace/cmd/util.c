@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cmd.h"
+#include "tracedat_in.h"
 
 void trace_error(const char *path, struct pgtrace_reader *r, int err)
 {
@@ -27,6 +28,12 @@ struct pgtrace_reader *open_trace(const char *path, unsigned int flags, int *fd)
 		if (*fd < 0) {
 			fprintf(stderr, "pagetrace: %s: %s\n", path, strerror(errno));
 			return NULL;
+		}
+		/* A trace-cmd recording of kmem events is read as if it were a stream. */
+		if (tracedat_in_is(*fd)) {
+			close(*fd);
+			if (tracedat_in_open(path, fd))
+				return NULL;
 		}
 	}
 	ret = pgtrace_reader_open_fd(&r, *fd, flags);

@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Read a trace-cmd data file of kmem page events as a pagetrace stream.
+ *
+ * `trace-cmd record -e kmem:mm_page_alloc -e kmem:mm_page_free
+ * [-e kmem:mm_page_free_batched]` records what pagetrace's hooks see, on
+ * kernels where the module cannot load.  Rather than teach every command a
+ * second input, the file is read with libtracecmd (not a parser of ours)
+ * and turned into a v1 stream in an anonymous memory file: the commands
+ * then read that as they read any trace.  What the kernel's events cannot
+ * give is told on stderr, never made up:
+ *
+ *   - no snapshot: pages allocated before the recording are unknown;
+ *   - no reclaim type: kmem:mm_page_free fires for reclaimed pages too, so
+ *     reclaims count as frees;
+ *   - no sampled stacks: -T kernel stacks (ftrace:kernel_stack) are
+ *     counted but not imported;
+ *   - tasks are the events' thread ids (common_pid), named from the file's
+ *     saved cmdlines, not process ids.
+ *
+ * The static CLI is built without libtracecmd (Debian ships no static
+ * libtracecmd.a): it says so for such files.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "cmd.h"
+#include "tracedat_in.h"
+
+/* The first bytes of every trace-cmd data file (trace-cmd.dat(5)). */
+static const char td_magic[] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
+
+bool tracedat_in_is(int fd)
+{
+	char buf[sizeof(td_magic)];
+
+	return pread(fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) &&
+	       !memcmp(buf, td_magic, sizeof(buf));
+}
+
+#ifndef PT_HAVE_LIBTRACECMD
+
+int tracedat_in_open(const char *path, int *fd)
+{
+	(void)fd;
+	fprintf(stderr, "pagetrace: %s: a trace-cmd data file, but this pagetrace was built "
+		"without libtracecmd (the static build): read it with a dynamically linked "
+		"pagetrace\n", path);
+	return -ENOTSUP;
+}
+
+#else
+
+#include <trace-cmd.h>
+
+/* 64 KiB chunks: far below the reader's buffer, few chunk headers. */
+#define TI_CHUNK_SIZE	65536U
+#define TI_CHUNK_WORDS	((TI_CHUNK_SIZE - sizeof(struct pagetrace_chunk)) / 8)
+/* Most words one event adds: name slices, task, sync, a large event's two. */
+#define TI_EVENT_WORDS	(PAGETRACE_NAME_MAX_SLICES + 1 + 1 + 2)
+
+enum { TI_ALLOC, TI_FREE, TI_FREE_BATCHED, TI_RECLAIM, TI_STACK, TI_SNAPSHOT, TI_KINDS };
+
+static const struct {
+	const char *system, *name;
+} ti_events[TI_KINDS] = {
+	[TI_ALLOC]		= { "kmem", "mm_page_alloc" },
+	[TI_FREE]		= { "kmem", "mm_page_free" },
+	[TI_FREE_BATCHED]	= { "kmem", "mm_page_free_batched" },
+	/* The events `pagetrace convert --to trace-cmd` adds for its own types. */
+	[TI_RECLAIM]		= { "pagetrace", "page_reclaim" },
+	[TI_STACK]		= { "ftrace", "kernel_stack" },
+	[TI_SNAPSHOT]		= { "pagetrace", "page_snapshot" },
+};
+
+struct ti_kind {
+	int			id;	/* -1: not in the file */
+	struct tep_format_field	*pfn, *order, *npages;
+};
+
+struct ti_cpu {
+	uint64_t	*w;
+	size_t		n;
+	uint64_t	base, last_t, seq, lost_next;
+	int64_t		task;	/* -2: none yet in this chunk */
+	bool		open;
+};
+
+struct ti_state {
+	struct tep_handle	*tep;
+	struct ti_kind		k[TI_KINDS];
+	struct ti_cpu		*cpus;
+	unsigned int		nr_cpus;
+	unsigned char		*out;	/* the chunks, one after another */
+	size_t			len, cap;
+	uint64_t		first_ns;
+	bool			have_first;
+	uint64_t		seen[TI_KINDS], reordered, unknown_cpu;
+	int			err;
+};
+
+static int ti_put(struct ti_state *s, const void *p, size_t n)
+{
+	if (s->len + n > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1 << 20;
+		unsigned char *q;
+
+		while (cap < s->len + n)
+			cap *= 2;
+		q = realloc(s->out, cap);
+		if (!q)
+			return -ENOMEM;
+		s->out = q;
+		s->cap = cap;
+	}
+	memcpy(s->out + s->len, p, n);
+	s->len += n;
+	return 0;
+}
+
+static int ti_flush(struct ti_state *s, unsigned int cpu)
+{
+	struct ti_cpu *c = &s->cpus[cpu];
+	struct pagetrace_chunk ch;
+	int ret;
+
+	if (!c->open)
+		return 0;
+	memset(&ch, 0, sizeof(ch));
+	memcpy(ch.magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
+	ch.cpu = cpu;
+	ch.nr_words = c->n;
+	ch.seq = c->seq++;
+	ch.lost = c->lost_next;
+	c->lost_next = 0;
+	c->open = false;
+	ret = ti_put(s, &ch, sizeof(ch));
+	return ret ? ret : ti_put(s, c->w, c->n * 8);
+}
+
+static void ti_word(struct ti_cpu *c, uint64_t w)
+{
+	c->w[c->n++] = w;
+}
+
+static int ti_event(struct ti_state *s, unsigned int cpu, uint64_t t, int pid,
+		    unsigned int type, uint64_t pfn, uint64_t npages)
+{
+	struct ti_cpu *c = &s->cpus[cpu];
+	int ret;
+
+	if (c->open && c->n + TI_EVENT_WORDS > TI_CHUNK_WORDS) {
+		ret = ti_flush(s, cpu);
+		if (ret)
+			return ret;
+	}
+	/* A CPU's ring buffer is in time order; keep the stream's rule if not. */
+	if (t < c->last_t) {
+		t = c->last_t;
+		s->reordered++;
+	}
+	c->last_t = t;
+	if (!c->open) {
+		c->n = 0;
+		ti_word(c, pagetrace_pid_word(cpu));
+		ti_word(c, pagetrace_sync_word(t));
+		c->base = pagetrace_word_sync_ns(c->w[1]);
+		c->task = -2;
+		c->open = true;
+	}
+	if (t - c->base >= PAGETRACE_TIME_MAX_DELTA) {
+		ti_word(c, pagetrace_sync_word(t));
+		c->base = pagetrace_word_sync_ns(c->w[c->n - 1]);
+	}
+	if (c->task != pid) {
+		const char *comm = pid > 0 ? tep_data_comm_from_pid(s->tep, pid) : NULL;
+
+		/* libtraceevent says "<...>" for a pid the cmdlines lack. */
+		if (comm && strcmp(comm, "<...>")) {
+			__u8 name[PAGETRACE_COMM_LEN] = { 0 };
+			unsigned int len = strnlen(comm, PAGETRACE_COMM_LEN);
+
+			memcpy(name, comm, len);
+			for (unsigned int i = 0; i < pagetrace_name_slices(len); i++)
+				ti_word(c, pagetrace_name_word(i, name));
+		}
+		ti_word(c, pagetrace_task_word(pid < 0 ? 0 : (__u32)pid));
+		c->task = pid;
+	}
+	if (npages > PAGETRACE_NPAGES_MAX) {
+		ti_word(c, pagetrace_large_event_word(t - c->base, pfn, type));
+		ti_word(c, npages);
+	} else {
+		ti_word(c, pagetrace_event_word(t - c->base, pfn, npages, type));
+	}
+	return 0;
+}
+
+static int ti_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, void *arg)
+{
+	struct ti_state *s = arg;
+	unsigned long long pfn, order = 0, npages;
+	unsigned int type;
+	int id, kind;
+
+	(void)h;
+	if (cpu < 0 || (unsigned int)cpu >= s->nr_cpus) {
+		s->unknown_cpu++;
+		return 0;
+	}
+	if (rec->missed_events) {
+		/* A new chunk carries the losses, as the module's would. */
+		s->err = ti_flush(s, cpu);
+		s->cpus[cpu].lost_next += rec->missed_events > 0 ? (uint64_t)rec->missed_events : 1;
+		if (s->err)
+			return -1;
+	}
+	id = tep_data_type(s->tep, rec);
+	for (kind = 0; kind < TI_KINDS; kind++)
+		if (s->k[kind].id == id)
+			break;
+	if (kind == TI_KINDS)
+		return 0;
+	s->seen[kind]++;
+	if (kind == TI_STACK || kind == TI_SNAPSHOT)
+		return 0;
+	if (tep_read_number_field(s->k[kind].pfn, rec->data, &pfn) ||
+	    (s->k[kind].order && tep_read_number_field(s->k[kind].order, rec->data, &order))) {
+		s->err = -EBADMSG;
+		return -1;
+	}
+	/* A failed allocation: the kernel logs pfn -1 (page NULL). */
+	if (kind == TI_ALLOC && pfn > PAGETRACE_PFN_MAX) {
+		s->seen[kind]--;
+		return 0;
+	}
+	npages = 1ULL << (order & 63);
+	if (s->k[kind].npages && tep_read_number_field(s->k[kind].npages, rec->data, &npages)) {
+		s->err = -EBADMSG;
+		return -1;
+	}
+	type = kind == TI_ALLOC ? PAGETRACE_EV_ALLOC :
+	       kind == TI_RECLAIM ? PAGETRACE_EV_RECLAIM : PAGETRACE_EV_FREE;
+	if (!s->have_first || rec->ts < s->first_ns) {
+		s->first_ns = rec->ts;
+		s->have_first = true;
+	}
+	s->err = ti_event(s, cpu, rec->ts, tep_data_pid(s->tep, rec), type, pfn, npages);
+	return s->err ? -1 : 0;
+}
+
+/* Find the events and their fields; -EINVAL with *why set if they are not usable. */
+static int ti_find(struct ti_state *s, const char **why)
+{
+	bool any = false;
+
+	for (int kind = 0; kind < TI_KINDS; kind++) {
+		struct tep_event *e = tep_find_event_by_name(s->tep, ti_events[kind].system,
+							     ti_events[kind].name);
+		struct ti_kind *k = &s->k[kind];
+
+		k->id = e ? e->id : -1;
+		if (!e || kind == TI_STACK || kind == TI_SNAPSHOT)
+			continue;
+		k->pfn = tep_find_field(e, "pfn");
+		k->order = kind == TI_FREE_BATCHED ? NULL : tep_find_field(e, "order");
+		k->npages = tep_find_field(e, "npages");
+		if (!k->pfn || (kind != TI_FREE_BATCHED && !k->order)) {
+			/* Kernels before 3.16 logged a struct page pointer, not a PFN. */
+			*why = "its kmem page events have no pfn and order fields (a kernel before 3.16?)";
+			return -EINVAL;
+		}
+		any = true;
+	}
+	if (!any) {
+		*why = "holds no kmem page events (record with trace-cmd record "
+		       "-e kmem:mm_page_alloc -e kmem:mm_page_free)";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ti_header(struct ti_state *s, struct tracecmd_input *h)
+{
+	struct pagetrace_header hdr;
+	struct pagetrace_record end = { .type = PAGETRACE_REC_END, .size = 0 };
+	int page = tep_get_page_size(s->tep);
+	unsigned int shift = 12;
+
+	while (page > 0 && (1 << shift) < page && shift < 30)
+		shift++;
+	memset(&hdr, 0, sizeof(hdr));
+	memcpy(hdr.magic, PAGETRACE_MAGIC, PAGETRACE_MAGIC_LEN);
+	hdr.version = PAGETRACE_VERSION;
+	hdr.header_size = sizeof(hdr) + sizeof(end);
+	hdr.page_shift = shift;
+	hdr.time_lost_bits = PAGETRACE_TIME_LOST_BITS;
+	hdr.time_delta_bits = PAGETRACE_TIME_DELTA_BITS;
+	hdr.nr_cpus = s->nr_cpus;
+	/* trace-cmd's default clock is ftrace's "local", local_clock(). */
+	hdr.start_ns = s->have_first ? s->first_ns : tracecmd_get_first_ts(h);
+	hdr.chunk_size = TI_CHUNK_SIZE;
+	hdr.flags = PAGETRACE_CLOCK_LOCAL | PAGETRACE_FLAG_TASKS;
+	if (ti_put(s, &hdr, sizeof(hdr)) || ti_put(s, &end, sizeof(end)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* What the file cannot tell, once per run (pprof and dump open it twice). */
+static void ti_notes(const struct ti_state *s, const char *path)
+{
+	static bool told;
+	uint64_t events = s->seen[TI_ALLOC] + s->seen[TI_FREE] + s->seen[TI_FREE_BATCHED] +
+			  s->seen[TI_RECLAIM];
+
+	if (told)
+		return;
+	told = true;
+	fprintf(stderr, "pagetrace: %s: trace-cmd data file, %" PRIu64 " kmem page events "
+		"(%" PRIu64 " mm_page_alloc, %" PRIu64 " mm_page_free, %" PRIu64
+		" mm_page_free_batched, order 0)\n", path, events, s->seen[TI_ALLOC],
+		s->seen[TI_FREE], s->seen[TI_FREE_BATCHED]);
+	if (s->seen[TI_RECLAIM])
+		fprintf(stderr, "pagetrace: note: %" PRIu64 " pagetrace:page_reclaim events "
+			"(a file of pagetrace convert) read as reclaims\n", s->seen[TI_RECLAIM]);
+	fprintf(stderr, "pagetrace: note: no snapshot: pages allocated before the recording are unknown\n");
+	if (!s->seen[TI_RECLAIM])
+		fprintf(stderr, "pagetrace: note: kmem events do not tell reclaim from free: "
+			"reclaimed pages count as frees\n");
+	if (s->seen[TI_STACK])
+		fprintf(stderr, "pagetrace: note: %" PRIu64 " kernel stacks (trace-cmd -T) not "
+			"imported: no sampled stacks\n", s->seen[TI_STACK]);
+	else
+		fprintf(stderr, "pagetrace: note: no sampled stacks (none recorded)\n");
+	if (s->seen[TI_SNAPSHOT])
+		fprintf(stderr, "pagetrace: note: %" PRIu64 " pagetrace:page_snapshot runs "
+			"not imported\n", s->seen[TI_SNAPSHOT]);
+	fprintf(stderr, "pagetrace: note: tasks are thread ids (common_pid), named from the "
+		"file's saved cmdlines\n");
+	if (s->reordered)
+		fprintf(stderr, "pagetrace: note: %" PRIu64 " events out of time order on "
+			"their CPU were given the time of the one before\n", s->reordered);
+	if (s->unknown_cpu)
+		fprintf(stderr, "pagetrace: note: %" PRIu64 " events of CPUs past the file's "
+			"CPU count left out\n", s->unknown_cpu);
+}
+
+static int ti_convert(struct ti_state *s, struct tracecmd_input *h, const char **why)
+{
+	size_t hdr_len;
+	unsigned char *hdr;
+	int ret;
+
+	ret = ti_find(s, why);
+	if (ret)
+		return ret;
+	ret = tep_get_cpus(s->tep);
+	if (ret <= 0 || ret > 65536) {
+		*why = "its CPU count is out of range";
+		return -EINVAL;
+	}
+	s->nr_cpus = ret;
+	s->cpus = calloc(s->nr_cpus, sizeof(*s->cpus));
+	if (!s->cpus)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < s->nr_cpus; i++) {
+		s->cpus[i].w = malloc(TI_CHUNK_WORDS * 8);
+		if (!s->cpus[i].w)
+			return -ENOMEM;
+	}
+	if (tracecmd_iterate_events(h, NULL, 0, ti_record, s) < 0 && !s->err) {
+		*why = "libtracecmd could not read its events (truncated?)";
+		return -EBADMSG;
+	}
+	if (s->err) {
+		if (s->err == -EBADMSG)
+			*why = "an event's pfn or order field could not be read";
+		return s->err;
+	}
+	for (unsigned int i = 0; i < s->nr_cpus; i++) {
+		ret = ti_flush(s, i);
+		if (ret)
+			return ret;
+	}
+	/* The header goes first but needs the first time: build it, then swap. */
+	hdr_len = s->len;
+	ret = ti_header(s, h);
+	if (ret)
+		return ret;
+	hdr = malloc(s->len);
+	if (!hdr)
+		return -ENOMEM;
+	memcpy(hdr, s->out + hdr_len, s->len - hdr_len);
+	memcpy(hdr + (s->len - hdr_len), s->out, hdr_len);
+	free(s->out);
+	s->out = hdr;
+	s->cap = s->len;
+	return 0;
+}
+
+/*
+ * libtracecmd 1.3 prints some complaints ("File possibly truncated") on
+ * stdout, where they would mix with the command's output: stdout points at
+ * /dev/null while it reads.  Returns the saved stdout, or -1.
+ */
+static int ti_mute_stdout(void)
+{
+	int save, null;
+
+	fflush(stdout);
+	save = dup(STDOUT_FILENO);
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (save >= 0 && null >= 0)
+		dup2(null, STDOUT_FILENO);
+	if (null >= 0)
+		close(null);
+	return save;
+}
+
+static void ti_unmute_stdout(int save)
+{
+	if (save < 0)
+		return;
+	fflush(stdout);
+	dup2(save, STDOUT_FILENO);
+	close(save);
+}
+
+int tracedat_in_open(const char *path, int *fd)
+{
+	struct ti_state s = { .err = 0 };
+	struct tracecmd_input *h;
+	const char *why = NULL;
+	int mfd = -1, ret, out;
+
+	/* One line of ours, not libtracecmd's warnings, for a bad file. */
+	tracecmd_set_loglevel(TEP_LOG_NONE);
+	out = ti_mute_stdout();
+	h = tracecmd_open_head(path, TRACECMD_FL_LOAD_NO_PLUGINS |
+				     TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
+	if (h && tracecmd_init_data(h) < 0) {
+		/*
+		 * Not closed: tracecmd_close() of a handle whose data did not
+		 * load (a cut file) crashes in libtracecmd 1.3.  The process
+		 * exits with the error anyway.
+		 */
+		h = NULL;
+	}
+	if (!h) {
+		ti_unmute_stdout(out);
+		fprintf(stderr, "pagetrace: %s: libtracecmd cannot read this trace-cmd data file "
+			"(truncated or corrupt?)\n", path);
+		return -EBADMSG;
+	}
+	s.tep = tracecmd_get_tep(h);
+	ret = ti_convert(&s, h, &why);
+	ti_unmute_stdout(out);
+	if (!ret) {
+		mfd = memfd_create("pagetrace-tracedat", MFD_CLOEXEC);
+		if (mfd < 0 || write(mfd, s.out, s.len) != (ssize_t)s.len ||
+		    lseek(mfd, 0, SEEK_SET)) {
+			ret = -errno;
+			why = "cannot hold it in a memory file";
+		}
+	}
+	if (!ret)
+		ti_notes(&s, path);
+	tracecmd_close(h);
+	if (s.cpus)
+		for (unsigned int i = 0; i < s.nr_cpus; i++)
+			free(s.cpus[i].w);
+	free(s.cpus);
+	free(s.out);
+	if (ret) {
+		if (mfd >= 0)
+			close(mfd);
+		fprintf(stderr, "pagetrace: %s: trace-cmd data file: %s\n", path,
+			why ? why : strerror(-ret));
+		return ret;
+	}
+	*fd = mfd;
+	return 0;
+}
+
+#endif
