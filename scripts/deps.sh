@@ -88,6 +88,9 @@ install dkms dh-dkms debhelper lintian groff debootstrap
 install libipt-dev
 # rsync: the kselftest lib.mk's install (make kselftest-install).
 install rsync
+# libtracecmd, for the CLI to read trace-cmd data files (its -dev package
+# does not pull in libtracefs-dev, which its pkg-config file requires).
+install pkgconf libtracecmd-dev libtraceevent-dev libtracefs-dev
 # The contenders of `make bench` (scripts/bench/bench.sh), besides trace-cmd.
 install linux-perf bpftrace
 
