@@ -219,6 +219,12 @@ else
 	{ echo "$out" | sed 's/^/# /'; echo "not ok 2 rmmod pagetrace"; } >>$V
 fi
 klog rmmod
+# trace-cmd's own recording of kmem page events, module unloaded, for the
+# host's check of the trace.dat reader (scripts/test/tracedat-check.sh).
+if [ -f $H/tracedat-guest.sh ]; then
+	sh $H/tracedat-guest.sh $R
+	klog tracedat-guest
+fi
 # The stack dump of an OOM kill report (invoked oom-killer ... Killed
 # process) is expected under memory pressure; any other Call Trace is not.
 # Lockdep reports start with "WARNING:" or "BUG:", or "INFO:" (e.g. "INFO:
@@ -295,6 +301,7 @@ make_share() {
 	for t in "${TESTS[@]}"; do cp "selftests/$t" "$S/tests/"; done
 	mkdir -p "$S/systemd"
 	cp systemd/pagetrace.service systemd/pagetrace.default "$S/systemd/"
+	cp scripts/test/tracedat-guest.sh "$S/"
 	write_run_sh >"$S/run.sh"
 }
 
@@ -513,6 +520,11 @@ for flavour in $KERNELS; do
 	[[ "$rel" == 5.10.*-rt-* ]] && numa+=(--cpuless-nodes)
 	run_vm "$P" "$S" "${vm_kernel[@]}" "${numa[@]}" "${vm_bins[@]}"
 	R=$S/results
+	# The host's pagetrace on the guest's trace-cmd recordings: the counts
+	# of trace-cmd report on the same files.
+	rc=0
+	scripts/test/tracedat-check.sh "$R" >"$OUT/tracedat-$rel.log" 2>&1 || rc=$?
+	emit "$P" tracedat-in "$rc" <"$OUT/tracedat-$rel.log"
 	# The profile pagetrace_pprof_test made of a real trace, in real Go.
 	if [[ " ${TESTS[*]} " == *" pagetrace_pprof_test "* ]]; then
 		scripts/test/check-pprof.sh "$R/stacks.pb.gz" >"$OUT/pprof-$rel.log" 2>&1

@@ -1,0 +1,117 @@
+#!/bin/bash
+# The trace.dat reader against trace-cmd itself: for each trace-cmd file a
+# VM recorded (scripts/test/tracedat-guest.sh), or each FILE given, the
+# counts `pagetrace stats --json` gives (events by type, by order, by CPU)
+# must equal those of `trace-cmd report` on the same file, and pagetrace
+# must say what such a file lacks.  KTAP on stdout.
+#   scripts/test/tracedat-check.sh RESULTS-DIR | FILE.dat...
+# RESULTS-DIR holds tracedat/NAME.dat and NAME.rc (the guest's recording
+# status).  PAGETRACE: the CLI (default userspace/pagetrace, built with
+# libtracecmd).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+pt=${PAGETRACE:-$top/userspace/pagetrace}
+
+if [ $# = 1 ] && [ -d "$1" ]; then
+	files=()
+	for rc in "$1"/tracedat/*.rc; do
+		[ -e "$rc" ] && files+=("${rc%.rc}.dat")
+	done
+else
+	files=("$@")
+fi
+echo "TAP version 13"
+if [ ${#files[@]} = 0 ]; then
+	echo "1..1"
+	echo "ok 1 tracedat-in # SKIP no trace-cmd recording (no trace-cmd in the guest)"
+	exit 0
+fi
+echo "1..$((2 * ${#files[@]}))"
+# check.sh builds it in its host steps, which HOST_CHECKS=0 skips.
+[ -x "$pt" ] || make -s -C "$top/userspace" pagetrace >&2
+n=0
+fail=0
+for f in "${files[@]}"; do
+	name=$(basename "$f" .dat)
+	n=$((n + 1))
+	rc=$(cat "${f%.dat}.rc" 2>/dev/null || echo 0)
+	if [ "$rc" != 0 ] || [ ! -s "$f" ]; then
+		sed 's/^/# /' "${f%.dat}.log" 2>/dev/null | tail -n 20
+		fail=1; echo "not ok $n tracedat-in-$name: trace-cmd record failed in the guest (status $rc)"
+		n=$((n + 1))
+		fail=1; echo "not ok $n tracedat-in-$name-notes: no recording"
+		continue
+	fi
+	d=$(mktemp -d)
+	"$pt" stats --json "$f" >"$d/stats.json" 2>"$d/stats.err"
+	prc=$?
+	trace-cmd report -i "$f" >"$d/report.txt" 2>"$d/report.err"
+	trc=$?
+	if python3 - "$d/stats.json" "$d/report.txt" "$prc" "$trc" <<'PY'; then
+import collections, json, re, sys
+stats_path, report_path, prc, trc = sys.argv[1:]
+if prc != '0' or trc != '0':
+    print(f'# pagetrace exit {prc}, trace-cmd report exit {trc}')
+    sys.exit(1)
+s = json.load(open(stats_path))
+line = re.compile(r'\[(\d+)\]\s+(?:\S+\s+)?\d+\.\d+:\s+(\w+):\s+(.*)$')
+types, orders, cpus = collections.Counter(), collections.Counter(), collections.Counter()
+failed_allocs = 0
+for l in open(report_path, errors='replace'):
+    m = line.search(l)
+    if not m or m.group(2) not in ('mm_page_alloc', 'mm_page_free', 'mm_page_free_batched'):
+        continue
+    cpu, ev, rest = int(m.group(1)), m.group(2), m.group(3)
+    # A failed allocation logs no page (pfn -1): not a page event.
+    if ev == 'mm_page_alloc' and re.search(r'pfn=(0x)?f{16}\b|pfn=18446744073709551615', rest):
+        failed_allocs += 1
+        continue
+    o = re.search(r'\border=(\d+)', rest)
+    order = int(o.group(1)) if o and ev != 'mm_page_free_batched' else 0
+    types['alloc' if ev == 'mm_page_alloc' else 'free'] += 1
+    orders[order] += 1
+    cpus[cpu] += 1
+want_types = {'alloc': types['alloc'], 'free': types['free'], 'reclaim': 0}
+got_types = {k: s['types'][k] for k in want_types}
+got_orders = collections.Counter({int(k): v for k, v in s['orders'].items() if v})
+want_orders = collections.Counter({o: v for o, v in orders.items() if o <= 11})
+want_other = sum(v for o, v in orders.items() if o > 11)
+got_cpus = collections.Counter({c['cpu']: c['events'] for c in s['cpus'] if c['events']})
+ok = True
+for what, want, got in (('types', want_types, got_types), ('orders', want_orders, got_orders),
+                        ('other orders', want_other, s['other_order']), ('cpus', cpus, got_cpus)):
+    print(f'# {what}: trace-cmd report {dict(want) if isinstance(want, dict) else want}')
+    if want != got:
+        print(f'# {what}: pagetrace stats  {dict(got) if isinstance(got, dict) else got}')
+        ok = False
+print(f'# {sum(types.values())} events on {len(cpus)} CPUs; {failed_allocs} failed allocations left out')
+if not sum(types.values()):
+    print('# no kmem page events recorded: nothing compared')
+    ok = False
+sys.exit(0 if ok else 1)
+PY
+		echo "ok $n tracedat-in-$name: counts by type, order and CPU equal trace-cmd report's"
+	else
+		sed 's/^/# /' "$d/stats.err" | head -n 5
+		fail=1; echo "not ok $n tracedat-in-$name: counts by type, order and CPU equal trace-cmd report's"
+	fi
+	n=$((n + 1))
+	# What a trace-cmd file lacks is said, not guessed; with -T, the
+	# stacks it holds are counted as not imported.
+	notes_ok=1
+	grep -q 'no snapshot' "$d/stats.err" || notes_ok=0
+	grep -q 'do not tell reclaim from free' "$d/stats.err" || notes_ok=0
+	if grep -q 'kernel_stack:' "$d/report.txt"; then
+		grep -q 'kernel stacks (trace-cmd -T) not imported' "$d/stats.err" || notes_ok=0
+	else
+		grep -q 'no sampled stacks (none recorded)' "$d/stats.err" || notes_ok=0
+	fi
+	sed 's/^/# /' "$d/stats.err"
+	if [ $notes_ok = 1 ]; then
+		echo "ok $n tracedat-in-$name-notes: says what the file lacks"
+	else
+		fail=1; echo "not ok $n tracedat-in-$name-notes: says what the file lacks"
+	fi
+	rm -rf "$d"
+done
+exit $fail
