@@ -257,6 +257,19 @@ free_session:
 	return ret;
 }
 
+/*
+ * The end of the trace: hooks still running finish on their own; new ones
+ * see NULL.  Called with preemption off (pt_counters_read_at_stop()).
+ */
+static void pt_session_end_writes(void *arg)
+{
+	struct pt_session *sess = arg;
+
+	WRITE_ONCE(pt_recording, false);
+	pt_writers_clear();
+	sess->missed_end = pt_hooks_missed();
+}
+
 /**
  * pt_session_stop - stop recording and close every buffer
  * @sess: the session
@@ -271,17 +284,15 @@ void pt_session_stop(struct pt_session *sess)
 	if (sess->stopped)
 		goto unlock;
 
-	/* Hooks still running finish on their own; new ones see NULL. */
-	WRITE_ONCE(pt_recording, false);
-	pt_writers_clear();
-	sess->missed_end = pt_hooks_missed();
+	/*
+	 * The writers' clearing, and the kernel's count at that instant, the
+	 * trace's end (counters.c): before the detaching, which takes
+	 * milliseconds of grace periods.
+	 */
+	pt_counters_read_at_stop(sess->stop_counters, sess->counters_max,
+				 pt_session_end_writes, sess);
 	/* Release: pt_session_missed() reads @missed_end after this. */
 	smp_store_release(&sess->writers_cleared, true);
-	/*
-	 * The kernel's count at the instant the trace ends: before the
-	 * detaching, which takes milliseconds of grace periods.
-	 */
-	pt_counters_read(sess->stop_counters, sess->counters_max);
 	pt_hooks_unregister();
 	/* Also waits out handlers that read a writer before it was cleared. */
 	synchronize_rcu();

@@ -81,14 +81,14 @@ unsigned long pt_zone_pcp_pages(struct zone *zone)
  * CPU's list: the count is then from before or after the move, never from
  * its middle.  Taken from process context without disabling interrupts,
  * as the kernel's own remote drains do: an interrupt on this CPU only ever
- * trylocks the lists.
+ * trylocks the lists.  The caller may hold preemption off (counters.c),
+ * except on PREEMPT_RT, where the lock sleeps.
  */
 unsigned long pt_zone_pcp_pages_locked(struct zone *zone)
 {
 	unsigned long n = 0;
 	unsigned int cpu;
 
-	might_sleep();
 	for_each_possible_cpu(cpu) {
 		struct per_cpu_pages *pcp = per_cpu_ptr(zone->per_cpu_pageset,
 							cpu);
