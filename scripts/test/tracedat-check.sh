@@ -1,9 +1,10 @@
 #!/bin/bash
 # The trace.dat reader against trace-cmd itself: for each trace-cmd file a
 # VM recorded (scripts/test/tracedat-guest.sh), or each FILE given, the
-# counts `pagetrace stats --json` gives (events by type, by order, by CPU)
-# must equal those of `trace-cmd report` on the same file, and pagetrace
-# must say what such a file lacks.  KTAP on stdout.
+# counts `pagetrace stats --json` gives (events by type, by order, by CPU;
+# with -T, allocations with a stack and distinct stacks) must equal those
+# of `trace-cmd report` on the same file, and pagetrace must say what such
+# a file lacks.  KTAP on stdout.
 #   scripts/test/tracedat-check.sh RESULTS-DIR | FILE.dat...
 # RESULTS-DIR holds tracedat/NAME.dat and NAME.rc (the guest's recording
 # status).  PAGETRACE: the CLI (default userspace/pagetrace, built with
@@ -57,15 +58,35 @@ s = json.load(open(stats_path))
 line = re.compile(r'\[(\d+)\]\s+(?:\S+\s+)?\d+\.\d+:\s+(\w+):\s+(.*)$')
 types, orders, cpus = collections.Counter(), collections.Counter(), collections.Counter()
 failed_allocs = 0
+# -T: the kernel_stack after an allocation on its CPU is that allocation's.
+last = {}
+samples, stacks, frames = 0, set(), None
 for l in open(report_path, errors='replace'):
+    if frames is not None:
+        if l.startswith('=> '):
+            frames.append(l.split()[-1])
+            continue
+        stacks.add(tuple(frames[:64]))
+        frames = None
     m = line.search(l)
-    if not m or m.group(2) not in ('mm_page_alloc', 'mm_page_free', 'mm_page_free_batched'):
+    if not m:
         continue
     cpu, ev, rest = int(m.group(1)), m.group(2), m.group(3)
+    if ev == 'kernel_stack':
+        if last.get(cpu) == 'alloc':
+            samples += 1
+            frames = []
+        last[cpu] = None
+        continue
+    last[cpu] = None
+    if ev not in ('mm_page_alloc', 'mm_page_free', 'mm_page_free_batched'):
+        continue
     # A failed allocation logs no page (pfn -1): not a page event.
     if ev == 'mm_page_alloc' and re.search(r'pfn=(0x)?f{16}\b|pfn=18446744073709551615', rest):
         failed_allocs += 1
         continue
+    if ev == 'mm_page_alloc':
+        last[cpu] = 'alloc'
     o = re.search(r'\border=(\d+)', rest)
     order = int(o.group(1)) if o and ev != 'mm_page_free_batched' else 0
     types['alloc' if ev == 'mm_page_alloc' else 'free'] += 1
@@ -77,9 +98,14 @@ got_orders = collections.Counter({int(k): v for k, v in s['orders'].items() if v
 want_orders = collections.Counter({o: v for o, v in orders.items() if o <= 11})
 want_other = sum(v for o, v in orders.items() if o > 11)
 got_cpus = collections.Counter({c['cpu']: c['events'] for c in s['cpus'] if c['events']})
+if frames is not None:
+    stacks.add(tuple(frames[:64]))
+st = s.get('stacks', {'samples': 0, 'stacks': 0})
 ok = True
 for what, want, got in (('types', want_types, got_types), ('orders', want_orders, got_orders),
-                        ('other orders', want_other, s['other_order']), ('cpus', cpus, got_cpus)):
+                        ('other orders', want_other, s['other_order']), ('cpus', cpus, got_cpus),
+                        ('stacks of allocations (-T)', samples, st['samples']),
+                        ('distinct stacks', len(stacks), st['stacks'])):
     print(f'# {what}: trace-cmd report {dict(want) if isinstance(want, dict) else want}')
     if want != got:
         print(f'# {what}: pagetrace stats  {dict(got) if isinstance(got, dict) else got}')
@@ -90,19 +116,19 @@ if not sum(types.values()):
     ok = False
 sys.exit(0 if ok else 1)
 PY
-		echo "ok $n tracedat-in-$name: counts by type, order and CPU equal trace-cmd report's"
+		echo "ok $n tracedat-in-$name: counts by type, order, CPU and stack equal trace-cmd report's"
 	else
 		sed 's/^/# /' "$d/stats.err" | head -n 5
-		fail=1; echo "not ok $n tracedat-in-$name: counts by type, order and CPU equal trace-cmd report's"
+		fail=1; echo "not ok $n tracedat-in-$name: counts by type, order, CPU and stack equal trace-cmd report's"
 	fi
 	n=$((n + 1))
 	# What a trace-cmd file lacks is said, not guessed; with -T, the
-	# stacks it holds are counted as not imported.
+	# allocations' stacks are imported, and said to be.
 	notes_ok=1
 	grep -q 'no snapshot' "$d/stats.err" || notes_ok=0
 	grep -q 'do not tell reclaim from free' "$d/stats.err" || notes_ok=0
 	if grep -q 'kernel_stack:' "$d/report.txt"; then
-		grep -q 'kernel stacks (trace-cmd -T) not imported' "$d/stats.err" || notes_ok=0
+		grep -q 'kernel stacks (trace-cmd -T) of allocations imported' "$d/stats.err" || notes_ok=0
 	else
 		grep -q 'no sampled stacks (none recorded)' "$d/stats.err" || notes_ok=0
 	fi

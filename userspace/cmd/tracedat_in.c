@@ -13,8 +13,10 @@
  *   - no snapshot: pages allocated before the recording are unknown;
  *   - no reclaim type: kmem:mm_page_free fires for reclaimed pages too, so
  *     reclaims count as frees;
- *   - no sampled stacks: -T kernel stacks (ftrace:kernel_stack) are
- *     counted but not imported;
+ *   - stacks only with -T: the kernel stack trace-cmd writes after each
+ *     event (ftrace:kernel_stack) is, for an allocation, its sampled stack
+ *     (every allocation a sample), named from the file's kallsyms; those
+ *     of frees are left out, as pagetrace samples allocations only;
  *   - tasks are the events' thread ids (common_pid), named from the file's
  *     saved cmdlines, not process ids.
  *
@@ -83,14 +85,41 @@ static const struct {
 struct ti_kind {
 	int			id;	/* -1: not in the file */
 	struct tep_format_field	*pfn, *order, *npages;
+	struct tep_format_field	*size, *caller;	/* kernel_stack's */
+};
+
+/* An allocation held back until its CPU's next record: its -T stack, if any. */
+struct ti_pending {
+	uint64_t	t, pfn, npages;
+	int		pid;
+	bool		has;
 };
 
 struct ti_cpu {
 	uint64_t	*w;
 	size_t		n;
 	uint64_t	base, last_t, seq, lost_next;
+	uint64_t	chunk;	/* this CPU's open chunk, numbered across CPUs */
 	int64_t		task;	/* -2: none yet in this chunk */
 	bool		open;
+	struct ti_pending pend;
+};
+
+/* A distinct call stack: id - 1 indexes the table. */
+struct ti_stack {
+	size_t		off;	/* first frame in ti_stacks.frames */
+	uint32_t	depth;
+	bool		cut;
+	uint64_t	chunk;	/* the last chunk that defined it, 0: none */
+};
+
+struct ti_stacks {
+	struct ti_stack	*v;
+	size_t		n, cap;
+	uint64_t	*frames;
+	size_t		nf, capf;
+	uint32_t	*hash;	/* open addressing: ids, 0 empty */
+	size_t		hcap;
 };
 
 struct ti_state {
@@ -103,6 +132,8 @@ struct ti_state {
 	uint64_t		first_ns;
 	bool			have_first;
 	uint64_t		seen[TI_KINDS], reordered, unknown_cpu;
+	uint64_t		samples, chunks;
+	struct ti_stacks	st;
 	int			err;
 };
 
@@ -140,6 +171,7 @@ static int ti_flush(struct ti_state *s, unsigned int cpu)
 	ch.seq = c->seq++;
 	ch.lost = c->lost_next;
 	c->lost_next = 0;
+	c->chunk = 0;
 	c->open = false;
 	ret = ti_put(s, &ch, sizeof(ch));
 	return ret ? ret : ti_put(s, c->w, c->n * 8);
@@ -151,12 +183,14 @@ static void ti_word(struct ti_cpu *c, uint64_t w)
 }
 
 static int ti_event(struct ti_state *s, unsigned int cpu, uint64_t t, int pid,
-		    unsigned int type, uint64_t pfn, uint64_t npages)
+		    unsigned int type, uint64_t pfn, uint64_t npages, uint32_t stack)
 {
 	struct ti_cpu *c = &s->cpus[cpu];
+	struct ti_stack *st = stack ? &s->st.v[stack - 1] : NULL;
+	size_t need = TI_EVENT_WORDS + (st ? 2 + st->depth : 0);
 	int ret;
 
-	if (c->open && c->n + TI_EVENT_WORDS > TI_CHUNK_WORDS) {
+	if (c->open && c->n + need > TI_CHUNK_WORDS) {
 		ret = ti_flush(s, cpu);
 		if (ret)
 			return ret;
@@ -173,6 +207,7 @@ static int ti_event(struct ti_state *s, unsigned int cpu, uint64_t t, int pid,
 		ti_word(c, pagetrace_sync_word(t));
 		c->base = pagetrace_word_sync_ns(c->w[1]);
 		c->task = -2;
+		c->chunk = ++s->chunks;
 		c->open = true;
 	}
 	if (t - c->base >= PAGETRACE_TIME_MAX_DELTA) {
@@ -194,6 +229,17 @@ static int ti_event(struct ti_state *s, unsigned int cpu, uint64_t t, int pid,
 		ti_word(c, pagetrace_task_word(pid < 0 ? 0 : (__u32)pid));
 		c->task = pid;
 	}
+	if (st) {
+		/* Every chunk defines the stacks it names, before it names them. */
+		if (st->chunk != c->chunk) {
+			ti_word(c, pagetrace_stack_def_word(stack, st->depth, st->cut));
+			for (uint32_t i = 0; i < st->depth; i++)
+				ti_word(c, pagetrace_frame_word(s->st.frames[st->off + i]));
+			st->chunk = c->chunk;
+		}
+		ti_word(c, pagetrace_sample_word(stack));
+		s->samples++;
+	}
 	if (npages > PAGETRACE_NPAGES_MAX) {
 		ti_word(c, pagetrace_large_event_word(t - c->base, pfn, type));
 		ti_word(c, npages);
@@ -201,6 +247,133 @@ static int ti_event(struct ti_state *s, unsigned int cpu, uint64_t t, int pid,
 		ti_word(c, pagetrace_event_word(t - c->base, pfn, npages, type));
 	}
 	return 0;
+}
+
+static uint64_t ti_hash(const uint64_t *f, uint32_t depth, bool cut)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ depth ^ ((uint64_t)cut << 8);
+
+	for (uint32_t i = 0; i < depth; i++)
+		h = (h ^ f[i]) * 0x100000001b3ULL;
+	return h ^ (h >> 29);
+}
+
+static int ti_stacks_grow(struct ti_stacks *t)
+{
+	size_t hcap = t->hcap ? t->hcap * 2 : 1024;
+	uint32_t *h = calloc(hcap, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	for (size_t id = 1; id <= t->n; id++) {
+		const struct ti_stack *st = &t->v[id - 1];
+		size_t i = ti_hash(t->frames + st->off, st->depth, st->cut) & (hcap - 1);
+
+		while (h[i])
+			i = (i + 1) & (hcap - 1);
+		h[i] = id;
+	}
+	free(t->hash);
+	t->hash = h;
+	t->hcap = hcap;
+	return 0;
+}
+
+/* The id of the stack @f (depth frames), added if new; 0 if out of memory. */
+static uint32_t ti_stack_id(struct ti_stacks *t, const uint64_t *f, uint32_t depth, bool cut)
+{
+	struct ti_stack *st;
+	size_t i;
+
+	if ((t->n + 1) * 2 > t->hcap && ti_stacks_grow(t))
+		return 0;
+	for (i = ti_hash(f, depth, cut) & (t->hcap - 1); t->hash[i]; i = (i + 1) & (t->hcap - 1)) {
+		st = &t->v[t->hash[i] - 1];
+		if (st->depth == depth && st->cut == cut &&
+		    !memcmp(t->frames + st->off, f, depth * sizeof(*f)))
+			return t->hash[i];
+	}
+	if (t->n == t->cap || t->nf + depth > t->capf) {
+		size_t cap = t->cap ? t->cap * 2 : 256, capf = t->capf ? t->capf * 2 : 4096;
+		struct ti_stack *v = t->n == t->cap ? realloc(t->v, cap * sizeof(*v)) : t->v;
+		uint64_t *fr;
+
+		if (!v)
+			return 0;
+		t->v = v;
+		if (t->n == t->cap)
+			t->cap = cap;
+		while (capf < t->nf + depth)
+			capf *= 2;
+		fr = realloc(t->frames, capf * sizeof(*fr));
+		if (!fr)
+			return 0;
+		t->frames = fr;
+		t->capf = capf;
+	}
+	st = &t->v[t->n++];
+	st->off = t->nf;
+	st->depth = depth;
+	st->cut = cut;
+	st->chunk = 0;
+	memcpy(t->frames + t->nf, f, depth * sizeof(*f));
+	t->nf += depth;
+	t->hash[i] = t->n;
+	return t->n;
+}
+
+/*
+ * The stack of a kernel_stack record: innermost frame first, as pagetrace
+ * keeps them.  Its size field counts the entries; the record may hold
+ * fewer.  0 if it has none, or out of memory (s->err).
+ */
+static uint32_t ti_read_stack(struct ti_state *s, struct tep_record *rec)
+{
+	const struct ti_kind *k = &s->k[TI_STACK];
+	uint64_t f[PAGETRACE_STACK_MAX_DEPTH];
+	unsigned long long nr;
+	int lsize = tep_get_long_size(s->tep);
+	uint32_t depth = 0;
+	uint64_t avail, i;
+	bool cut = false;
+	uint32_t id;
+
+	if (!k->caller || (lsize != 4 && lsize != 8) || rec->size < k->caller->offset ||
+	    tep_read_number_field(k->size, rec->data, &nr))
+		return 0;
+	avail = (uint64_t)(rec->size - k->caller->offset) / lsize;
+	if (nr > avail)
+		nr = avail;
+	for (i = 0; i < nr; i++) {
+		uint64_t a = tep_read_number(s->tep, (const char *)rec->data +
+					     k->caller->offset + i * lsize, lsize);
+
+		/* Older kernels end the list with ULONG_MAX or 0. */
+		if (!a || a == (lsize == 8 ? UINT64_MAX : UINT32_MAX))
+			break;
+		if (depth == PAGETRACE_STACK_MAX_DEPTH) {
+			cut = true;
+			break;
+		}
+		f[depth++] = a;
+	}
+	if (!depth)
+		return 0;
+	id = ti_stack_id(&s->st, f, depth, cut);
+	if (!id)
+		s->err = -ENOMEM;
+	return id;
+}
+
+/* Write out @cpu's held-back allocation, with stack @stack (0: none). */
+static int ti_release(struct ti_state *s, unsigned int cpu, uint32_t stack)
+{
+	struct ti_pending *p = &s->cpus[cpu].pend;
+
+	if (!p->has)
+		return 0;
+	p->has = false;
+	return ti_event(s, cpu, p->t, p->pid, PAGETRACE_EV_ALLOC, p->pfn, p->npages, stack);
 }
 
 static int ti_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, void *arg)
@@ -215,6 +388,19 @@ static int ti_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 		s->unknown_cpu++;
 		return 0;
 	}
+	id = tep_data_type(s->tep, rec);
+	if (id == s->k[TI_STACK].id && s->cpus[cpu].pend.has && !rec->missed_events) {
+		/* trace-cmd -T: the stack of the allocation just before. */
+		uint32_t stack = ti_read_stack(s, rec);
+
+		s->seen[TI_STACK]++;
+		if (!s->err)
+			s->err = ti_release(s, cpu, stack);
+		return s->err ? -1 : 0;
+	}
+	s->err = ti_release(s, cpu, 0);
+	if (s->err)
+		return -1;
 	if (rec->missed_events) {
 		/* A new chunk carries the losses, as the module's would. */
 		s->err = ti_flush(s, cpu);
@@ -222,7 +408,6 @@ static int ti_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 		if (s->err)
 			return -1;
 	}
-	id = tep_data_type(s->tep, rec);
 	for (kind = 0; kind < TI_KINDS; kind++)
 		if (s->k[kind].id == id)
 			break;
@@ -252,7 +437,17 @@ static int ti_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 		s->first_ns = rec->ts;
 		s->have_first = true;
 	}
-	s->err = ti_event(s, cpu, rec->ts, tep_data_pid(s->tep, rec), type, pfn, npages);
+	if (type == PAGETRACE_EV_ALLOC) {
+		struct ti_pending *p = &s->cpus[cpu].pend;
+
+		p->t = rec->ts;
+		p->pfn = pfn;
+		p->npages = npages;
+		p->pid = tep_data_pid(s->tep, rec);
+		p->has = true;
+		return 0;
+	}
+	s->err = ti_event(s, cpu, rec->ts, tep_data_pid(s->tep, rec), type, pfn, npages, 0);
 	return s->err ? -1 : 0;
 }
 
@@ -267,6 +462,10 @@ static int ti_find(struct ti_state *s, const char **why)
 		struct ti_kind *k = &s->k[kind];
 
 		k->id = e ? e->id : -1;
+		if (e && kind == TI_STACK) {
+			k->size = tep_find_field(e, "size");
+			k->caller = k->size ? tep_find_field(e, "caller") : NULL;
+		}
 		if (!e || kind == TI_STACK || kind == TI_SNAPSHOT)
 			continue;
 		k->pfn = tep_find_field(e, "pfn");
@@ -287,16 +486,104 @@ static int ti_find(struct ti_state *s, const char **why)
 	return 0;
 }
 
+static int ti_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Name the stacks' frames from the kallsyms the file holds (trace-cmd
+ * saves them), in symbol chunks after the events, as `pagetrace
+ * symbolize` would: pprof and report then need no kallsyms of their own.
+ */
+static int ti_symbols(struct ti_state *s)
+{
+	uint64_t *a, w[PAGETRACE_SYM_NAME_MAX / 8 + 3], *chunk;
+	size_t nw = 0;
+	int ret = 0;
+
+	if (!s->st.nf)
+		return 0;
+	a = malloc(s->st.nf * sizeof(*a));
+	chunk = malloc(TI_CHUNK_WORDS * 8);
+	if (!a || !chunk) {
+		free(a);
+		free(chunk);
+		return -ENOMEM;
+	}
+	memcpy(a, s->st.frames, s->st.nf * sizeof(*a));
+	qsort(a, s->st.nf, sizeof(*a), ti_cmp_u64);
+	for (size_t i = 0; i <= s->st.nf && !ret; i++) {
+		const char *name = NULL;
+		unsigned long long start = 0;
+		unsigned long size = 0;
+		size_t len, words;
+
+		if (i < s->st.nf && ((i && a[i] == a[i - 1]) ||
+				     !tep_find_function_info(s->tep, a[i], &name, &start, &size) ||
+				     !name || a[i] - start > PAGETRACE_SYM_OFFSET_MASK))
+			continue;
+		len = name ? strnlen(name, PAGETRACE_SYM_NAME_MAX) : 0;
+		words = i < s->st.nf ? 2 + (len + 7) / 8 : 0;
+		/* A full chunk, or the end: write what is collected. */
+		if (nw && (i == s->st.nf || nw + words > TI_CHUNK_WORDS)) {
+			struct pagetrace_chunk ch;
+
+			memset(&ch, 0, sizeof(ch));
+			memcpy(ch.magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
+			ch.flags = PAGETRACE_CHUNK_SYMBOLS;
+			ch.nr_words = nw;
+			ret = ti_put(s, &ch, sizeof(ch));
+			if (!ret)
+				ret = ti_put(s, chunk, nw * 8);
+			nw = 0;
+		}
+		if (i == s->st.nf || !len)
+			continue;
+		memset(w, 0, sizeof(w));
+		w[0] = a[i];
+		w[1] = len | (a[i] - start) << PAGETRACE_SYM_OFFSET_SHIFT;
+		memcpy(&w[2], name, len);
+		memcpy(chunk + nw, w, words * 8);
+		nw += words;
+	}
+	free(a);
+	free(chunk);
+	return ret;
+}
+
+/*
+ * The stacks record's anchor lets a kallsyms file be checked against the
+ * trace: the function of the first frame, as the file's kallsyms name it.
+ */
+static void ti_anchor(struct ti_state *s, struct pagetrace_rec_stacks *sr)
+{
+	const char *name = NULL;
+	unsigned long long start = 0;
+	unsigned long size = 0;
+
+	if (!s->st.nf || !tep_find_function_info(s->tep, s->st.frames[0], &name, &start, &size) ||
+	    !name || strlen(name) >= sizeof(sr->anchor_name))
+		return;
+	sr->anchor_addr = start;
+	memcpy(sr->anchor_name, name, strlen(name));
+}
+
 static int ti_header(struct ti_state *s, struct tracecmd_input *h)
 {
 	struct pagetrace_header hdr;
 	struct pagetrace_record end = { .type = PAGETRACE_REC_END, .size = 0 };
+	struct pagetrace_rec_stacks sr;
 	int page = tep_get_page_size(s->tep);
 	unsigned int shift = 12;
 
 	while (page > 0 && (1 << shift) < page && shift < 30)
 		shift++;
 	memset(&hdr, 0, sizeof(hdr));
+	memset(&sr, 0, sizeof(sr));
+	ti_anchor(s, &sr);
 	memcpy(hdr.magic, PAGETRACE_MAGIC, PAGETRACE_MAGIC_LEN);
 	hdr.version = PAGETRACE_VERSION;
 	hdr.header_size = sizeof(hdr) + sizeof(end);
@@ -308,6 +595,19 @@ static int ti_header(struct ti_state *s, struct tracecmd_input *h)
 	hdr.start_ns = s->have_first ? s->first_ns : tracecmd_get_first_ts(h);
 	hdr.chunk_size = TI_CHUNK_SIZE;
 	hdr.flags = PAGETRACE_CLOCK_LOCAL | PAGETRACE_FLAG_TASKS;
+	if (s->samples) {
+		struct pagetrace_record rec = { .type = PAGETRACE_REC_STACKS, .size = sizeof(sr) };
+
+		/* -T stacks every event: each allocation is a sample, one per page or more. */
+		hdr.flags |= PAGETRACE_FLAG_STACKS;
+		hdr.header_size += sizeof(rec) + sizeof(sr);
+		sr.rate = 1;
+		sr.max_depth = PAGETRACE_STACK_MAX_DEPTH;
+		if (ti_put(s, &hdr, sizeof(hdr)) || ti_put(s, &rec, sizeof(rec)) ||
+		    ti_put(s, &sr, sizeof(sr)) || ti_put(s, &end, sizeof(end)))
+			return -ENOMEM;
+		return 0;
+	}
 	if (ti_put(s, &hdr, sizeof(hdr)) || ti_put(s, &end, sizeof(end)))
 		return -ENOMEM;
 	return 0;
@@ -334,9 +634,14 @@ static void ti_notes(const struct ti_state *s, const char *path)
 	if (!s->seen[TI_RECLAIM])
 		fprintf(stderr, "pagetrace: note: kmem events do not tell reclaim from free: "
 			"reclaimed pages count as frees\n");
-	if (s->seen[TI_STACK])
+	if (s->samples)
+		fprintf(stderr, "pagetrace: note: %" PRIu64 " kernel stacks (trace-cmd -T) of "
+			"allocations imported as sampled stacks (every allocation a sample, "
+			"%" PRIu64 " distinct); the %" PRIu64 " of other events left out\n",
+			s->samples, (uint64_t)s->st.n, s->seen[TI_STACK] - s->samples);
+	else if (s->seen[TI_STACK])
 		fprintf(stderr, "pagetrace: note: %" PRIu64 " kernel stacks (trace-cmd -T) not "
-			"imported: no sampled stacks\n", s->seen[TI_STACK]);
+			"imported: none followed an allocation\n", s->seen[TI_STACK]);
 	else
 		fprintf(stderr, "pagetrace: note: no sampled stacks (none recorded)\n");
 	if (s->seen[TI_SNAPSHOT])
@@ -385,10 +690,15 @@ static int ti_convert(struct ti_state *s, struct tracecmd_input *h, const char *
 		return s->err;
 	}
 	for (unsigned int i = 0; i < s->nr_cpus; i++) {
-		ret = ti_flush(s, i);
+		ret = ti_release(s, i, 0);
+		if (!ret)
+			ret = ti_flush(s, i);
 		if (ret)
 			return ret;
 	}
+	ret = ti_symbols(s);
+	if (ret)
+		return ret;
 	/* The header goes first but needs the first time: build it, then swap. */
 	hdr_len = s->len;
 	ret = ti_header(s, h);
@@ -478,6 +788,9 @@ int tracedat_in_open(const char *path, int *fd)
 			free(s.cpus[i].w);
 	free(s.cpus);
 	free(s.out);
+	free(s.st.v);
+	free(s.st.frames);
+	free(s.st.hash);
 	if (ret) {
 		if (mfd >= 0)
 			close(mfd);
