@@ -64,8 +64,10 @@ REL=$(modinfo -F vermagic "$KO" | cut -d' ' -f1)
 [ -n "$REL" ] || fail_all "$KO has no vermagic"
 
 # A server's minimum: systemd as init, udev, kmod for modprobe, D-Bus
-# (systemd-run --wait needs it), procps.  Made again when this list changes.
-PKGS=systemd,systemd-sysv,udev,kmod,dbus,procps
+# (systemd-run --wait needs it), procps; and libtracecmd1 (with
+# libtraceevent1 and libtracefs1), which pagetrace-tools depends on: dpkg
+# -i resolves nothing.  Made again when this list changes.
+PKGS=systemd,systemd-sysv,udev,kmod,dbus,procps,libtracecmd1
 if [ "$(cat "$ROOTFS/.pagetrace-packages" 2>/dev/null)" != "$PKGS" ]; then
 	echo "# debootstrap bookworm with $PKGS into $ROOTFS (once; log: $ROOTFS.log)" >&2
 	rm -rf "$ROOTFS.new"
