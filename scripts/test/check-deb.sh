@@ -28,7 +28,7 @@ KVER=${CHROOT_KVER:-$("$ROOT/scripts/vm/kernels.sh" 6.1 2>/dev/null)}
 ARCH=$(dpkg --print-architecture)
 
 echo "TAP version 13"
-echo "1..6"
+echo "1..7"
 n=0
 rc=0
 ok() { n=$((n + 1)); echo "ok $n $*"; }
@@ -67,7 +67,7 @@ cleanup() {
 	# Back to the bare chroot (the downloaded .debs stay in apt's cache).
 	in_chroot apt-get purge -y -q pagetrace-dkms pagetrace-tools "$headers" >/dev/null 2>&1
 	in_chroot apt-get autoremove --purge -y -q >/dev/null 2>&1
-	rm -rf "$CHROOT/tmp/debs"
+	rm -rf "$CHROOT/tmp/debs" "$CHROOT/var/lib/dkms/mok.key" "$CHROOT/var/lib/dkms/mok.pub"
 	[ -z "$mounted" ] || umount "$CHROOT/proc"
 }
 trap cleanup EXIT
@@ -97,6 +97,25 @@ rel=$(basename "$(ls -d "$CHROOT"/lib/modules/*/build 2>/dev/null | head -1 | xa
 run "dkms built and installed pagetrace.ko for ${rel:-no kernel}" sh -c "
 	chroot '$CHROOT' dkms status pagetrace/$VER | tee /dev/stderr | grep -q 'installed' &&
 	ls '$CHROOT'/lib/modules/$rel/updates/dkms/pagetrace.ko*"
+
+# Signed as Debian 12's dkms signs every module it builds for a kernel
+# with CONFIG_MODULE_SIG: with /var/lib/dkms/mok.key, made on the first
+# build with openssl, and its certificate mok.pub (README.md, Secure Boot).
+run "pagetrace.ko signed with the DKMS key, /var/lib/dkms/mok.pub" sh -c "
+	set -e
+	ko=\$(ls '$CHROOT'/lib/modules/$rel/updates/dkms/pagetrace.ko* | head -n 1)
+	case \$ko in
+	*.xz)  xz -dc \$ko ;;
+	*.zst) zstd -dcq \$ko ;;
+	*)     cat \$ko ;;
+	esac >'$CHROOT/tmp/pagetrace.ko'
+	signer=\$(modinfo -F signer '$CHROOT/tmp/pagetrace.ko')
+	[ -f '$CHROOT/var/lib/dkms/mok.pub' ] || { echo dkms made no /var/lib/dkms/mok.pub; exit 1; }
+	cn=\$(openssl x509 -inform DER -in '$CHROOT/var/lib/dkms/mok.pub' -noout -subject \
+		-nameopt multiline | sed -n 's/^ *commonName *= *//p')
+	echo \"\$ko: signer '\$signer', mok.pub's CN '\$cn'\"
+	rm -f '$CHROOT/tmp/pagetrace.ko'
+	[ -n \"\$signer\" ] && [ \"\$signer\" = \"\$cn\" ]"
 
 run "man pages, completion, headers and udev rule installed" sh -c "
 	for f in /usr/share/man/man1/pagetrace.1.gz /usr/share/man/man4/pagetrace.4.gz \
