@@ -40,6 +40,10 @@
 #                   completion and pagetrace.service (not enabled), with its
 #                   settings in /etc/default/pagetrace (kept if there).
 #                   DESTDIR is respected (depmod is then skipped).
+#                   SIGN_KEY=KEY.priv SIGN_CERT=CERT.der signs the installed
+#                   module with the headers' scripts/sign-file (a kernel
+#                   that enforces signatures, as Secure Boot does, refuses
+#                   an unsigned one: README.md, "Secure Boot").
 #                   install-module and install-tools do either half.
 # make uninstall    removes exactly those files (uninstall-module/-tools)
 # make dkms-install the DKMS source to /usr/src/pagetrace-VERSION, then
@@ -120,6 +124,13 @@ UDEVRULESDIR	?= /etc/udev/rules.d
 SYSTEMDUNITDIR	?= $(PREFIX)/lib/systemd/system
 DEFAULTDIR	?= /etc/default
 MODDIR		?= /lib/modules/$(KVER)/extra
+# make install's signing (install-module): the key and its certificate
+# (DER or PEM; one PEM file may hold both, as the kernel's own
+# certs/signing_key.pem does), the headers' sign-file and the kernel's hash.
+SIGN_KEY	?=
+SIGN_CERT	?= $(SIGN_KEY)
+SIGN_FILE	?= $(KDIR)/scripts/sign-file
+SIGN_HASH	?= $(or $(shell sed -n 's/^CONFIG_MODULE_SIG_HASH="\(.*\)"/\1/p' $(KDIR)/.config 2>/dev/null),sha256)
 DKMS_SRCDIR	?= /usr/src/pagetrace-$(VERSION)
 DKMS_FILES	= Kbuild $(wildcard module/*.[ch]) uapi/linux/pagetrace.h
 DKMS_DIR	:= $(CURDIR)/build/dkms
@@ -264,6 +275,14 @@ install: install-module install-tools
 
 install-module: module
 	install -D -m 0644 pagetrace.ko $(DESTDIR)$(MODDIR)/pagetrace.ko
+ifneq ($(SIGN_KEY),)
+	$(KRUN) $(SIGN_FILE) $(SIGN_HASH) $(SIGN_KEY) $(SIGN_CERT) $(DESTDIR)$(MODDIR)/pagetrace.ko
+	@echo "pagetrace.ko signed by '$$(modinfo -F signer $(DESTDIR)$(MODDIR)/pagetrace.ko)'"
+else
+	@echo "pagetrace.ko is not signed: a kernel that enforces module signatures" \
+		"(Secure Boot) refuses it with 'Key was rejected by service';" \
+		"make install SIGN_KEY=... SIGN_CERT=... signs it (README.md, Secure Boot)"
+endif
 	install -D -m 0644 udev/60-pagetrace.rules $(DESTDIR)$(UDEVRULESDIR)/60-pagetrace.rules
 	$(if $(DESTDIR),@echo "DESTDIR is set: not running depmod",depmod -a $(KVER))
 

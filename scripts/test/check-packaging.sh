@@ -24,7 +24,9 @@
 #               used), and systemd-analyze verify finds nothing to say
 #   install     make install DESTDIR=tmp installs exactly the expected files,
 #               the installed CLI runs and the installed library links;
-#               make uninstall leaves no file behind
+#               make uninstall leaves no file behind; make install-module
+#               SIGN_KEY=PEM (key and certificate in one file) installs a
+#               module whose signer is that certificate's CN
 #   namespace   the installed headers build in one translation unit with
 #               libipt's <intel-pt.h>, which also claims pt_
 #   deb         make deb (dpkg-buildpackage -b and lintian --fail-on error);
@@ -317,6 +319,23 @@ else
 	fi
 	left=$(cd "$D" && find . -type f -o -type l)
 	[ -z "$left" ] || diag "make uninstall left: $(echo $left)"
+	# Signing, with a throwaway key whose CN is this run's own.
+	cn="pagetrace check-packaging $$"
+	if ! openssl req -new -x509 -nodes -days 1 -subj "/CN=$cn" -newkey rsa:2048 \
+		-keyout "$TMP/sign.pem" -out "$TMP/sign.crt" >"$TMP/sign.log" 2>&1; then
+		diag "openssl could not make a signing key: $(head -n 3 "$TMP/sign.log")"
+	else
+		cat "$TMP/sign.crt" >>"$TMP/sign.pem"
+		if ! make install-module DESTDIR="$TMP/signed" SIGN_KEY="$TMP/sign.pem" \
+			>"$TMP/sign.log" 2>&1; then
+			diag "make install-module SIGN_KEY=... failed:"
+			tail -n 5 "$TMP/sign.log" >>"$TMP/diag"
+		else
+			s=$(modinfo -F signer "$TMP/signed/lib/modules/$kver/extra/pagetrace.ko")
+			[ "$s" = "$cn" ] ||
+				diag "make install-module SIGN_KEY=... installed a module signed by '$s', not '$cn'"
+		fi
+	fi
 fi
 result install
 if [ -n "${NS_SKIP:-}" ]; then
