@@ -94,8 +94,8 @@ static unsigned long pt_zone_free_read(struct zone *zone, unsigned long *free,
  * whose hooks turn events away from the clearing on.  Seen on 6.1 before
  * this: zones 70 to 446 pages off at stop, in three stops of 26, the
  * reading's mutexes having let the workload run.  Not on PREEMPT_RT,
- * whose per-CPU list locks sleep: there a reading may be preempted, and
- * be off by what ran on this CPU meanwhile.
+ * whose per-CPU list locks sleep: there a reading may sleep, and be off
+ * by what ran on this CPU meanwhile (at stop, counted in its spread).
  */
 static void pt_counters_hold_cpu(void)
 {
@@ -219,13 +219,31 @@ void pt_counters_read_at_stop(struct pagetrace_rec_counters *rec,
 	bool held = !(seq & 1) && !pt_mem_read_begin();
 	bool torn = true;
 
+	unsigned long away;
+	unsigned int i;
+
 	pt_counters_hold_cpu();
 	stop(arg);
+	away = pt_turned_away_pages();
 	if (held)
 		pt_counters_read_zones(rec, max, &torn);
+	away = pt_turned_away_pages() - away;
 	pt_counters_release_cpu();
 	if (held)
 		pt_mem_read_end();
-	if (torn || pt_mem_online_seq() != seq)
+	if (torn || pt_mem_online_seq() != seq) {
 		pt_counters_empty(rec, max);
+		return;
+	}
+	/*
+	 * What the hooks turned away while the zones were read, on any CPU
+	 * (on PREEMPT_RT also on this one, the reading having slept on a
+	 * per-CPU list's lock), is in the kernel's count of the zones read
+	 * after it and in no event: each zone may be off by that much.
+	 */
+	for (i = 0; i < pt_from_le32(rec->nr_zones); i++) {
+		struct pagetrace_zone_counters *z = &rec->zones[i];
+
+		z->spread_pages = pt_le64(pt_from_le64(z->spread_pages) + away);
+	}
 }

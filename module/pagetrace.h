@@ -307,6 +307,7 @@ static inline u16 pt_le16(u16 v) { return (__force u16)cpu_to_le16(v); }
 static inline u32 pt_le32(u32 v) { return (__force u32)cpu_to_le32(v); }
 static inline u64 pt_le64(u64 v) { return (__force u64)cpu_to_le64(v); }
 static inline u32 pt_from_le32(u32 v) { return le32_to_cpu((__force __le32)v); }
+static inline u64 pt_from_le64(u64 v) { return le64_to_cpu((__force __le64)v); }
 
 /* params.c */
 /**
@@ -358,6 +359,7 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags);
 void pt_writer_fold(struct pt_cpu *c);
 bool pt_writer_pending(const struct pt_cpu *c);
 void pt_writers_publish(struct pt_session *sess);
+unsigned long pt_turned_away_pages(void);
 void pt_writers_clear(void);
 
 /* buffers.c */

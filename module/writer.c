@@ -347,6 +347,30 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
  */
 static DEFINE_PER_CPU(struct pt_cpu *, pt_writer);
 
+/*
+ * Pages of the events the hooks brought while the CPU had no writer: only
+ * in the windows between a session's attaching and publishing, and its
+ * clearing and detaching, when the hooks are attached and turned away.
+ * The stop's reading of the counters takes what came meanwhile as its
+ * uncertainty (counters.c).  Written with interrupts off on its own CPU.
+ */
+static DEFINE_PER_CPU(unsigned long, pt_turned_away);
+
+/**
+ * pt_turned_away_pages - pages of the events turned away so far
+ *
+ * Return: the sum over every CPU; it only grows.
+ */
+unsigned long pt_turned_away_pages(void)
+{
+	unsigned long n = 0;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		n += READ_ONCE(*per_cpu_ptr(&pt_turned_away, cpu));
+	return n;
+}
+
 /**
  * pt_writers_publish - let the hooks write into a session
  * @sess: the session, set up, with all its hooks attached
@@ -410,7 +434,11 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 
 	local_irq_save(flags);
 	c = this_cpu_read(pt_writer);
-	if (unlikely(!c) || unlikely(!pt_writer_enter(c)))
+	if (unlikely(!c)) {
+		__this_cpu_add(pt_turned_away, npages);
+		goto out;
+	}
+	if (unlikely(!pt_writer_enter(c)))
 		goto out;
 	/*
 	 * Counted before anything is decided, so that a path that neither
