@@ -1,10 +1,10 @@
 #!/bin/bash
 # The trace.dat reader against trace-cmd itself: for each trace-cmd file a
 # VM recorded (scripts/test/tracedat-guest.sh), or each FILE given, the
-# counts `pagetrace stats --json` gives (events by type, by order, by CPU;
-# with -T, allocations with a stack and distinct stacks) must equal those
-# of `trace-cmd report` on the same file, and pagetrace must say what such
-# a file lacks.  KTAP on stdout.
+# counts `pagetrace stats --json` gives (events by type, by order, by CPU,
+# losses by CPU; with -T, allocations with a stack and distinct stacks)
+# must equal those of `trace-cmd report` on the same file, and pagetrace
+# must say what such a file lacks.  KTAP on stdout.
 #   scripts/test/tracedat-check.sh RESULTS-DIR | FILE.dat...
 # RESULTS-DIR holds tracedat/NAME.dat and NAME.rc (the guest's recording
 # status).  PAGETRACE: the CLI (default userspace/pagetrace, built with
@@ -61,7 +61,14 @@ failed_allocs = 0
 # -T: the kernel_stack after an allocation on its CPU is that allocation's.
 last = {}
 samples, stacks, frames = 0, set(), None
+# "CPU:N [COUNT EVENTS DROPPED]"; without COUNT, pagetrace counts 1.
+missed = re.compile(r'^CPU:(\d+) \[(?:(\d+) )?EVENTS DROPPED\]$')
+lost = collections.Counter()
 for l in open(report_path, errors='replace'):
+    d = missed.match(l.strip())
+    if d:
+        lost[int(d.group(1))] += int(d.group(2) or 1)
+        continue
     if frames is not None:
         if l.startswith('=> '):
             frames.append(l.split()[-1])
@@ -98,12 +105,14 @@ got_orders = collections.Counter({int(k): v for k, v in s['orders'].items() if v
 want_orders = collections.Counter({o: v for o, v in orders.items() if o <= 11})
 want_other = sum(v for o, v in orders.items() if o > 11)
 got_cpus = collections.Counter({c['cpu']: c['events'] for c in s['cpus'] if c['events']})
+got_lost = collections.Counter({c['cpu']: c['lost'] for c in s['cpus'] if c['lost']})
 if frames is not None:
     stacks.add(tuple(frames[:64]))
 st = s.get('stacks', {'samples': 0, 'stacks': 0})
 ok = True
 for what, want, got in (('types', want_types, got_types), ('orders', want_orders, got_orders),
                         ('other orders', want_other, s['other_order']), ('cpus', cpus, got_cpus),
+                        ('lost by cpu', lost, got_lost),
                         ('stacks of allocations (-T)', samples, st['samples']),
                         ('distinct stacks', len(stacks), st['stacks'])):
     print(f'# {what}: trace-cmd report {dict(want) if isinstance(want, dict) else want}')
@@ -116,10 +125,10 @@ if not sum(types.values()):
     ok = False
 sys.exit(0 if ok else 1)
 PY
-		echo "ok $n tracedat-in-$name: counts by type, order, CPU and stack equal trace-cmd report's"
+		echo "ok $n tracedat-in-$name: counts by type, order, CPU, loss and stack equal trace-cmd report's"
 	else
 		sed 's/^/# /' "$d/stats.err" | head -n 5
-		fail=1; echo "not ok $n tracedat-in-$name: counts by type, order, CPU and stack equal trace-cmd report's"
+		fail=1; echo "not ok $n tracedat-in-$name: counts by type, order, CPU, loss and stack equal trace-cmd report's"
 	fi
 	n=$((n + 1))
 	# What a trace-cmd file lacks is said, not guessed; with -T, the

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs in the VM (from check.sh's run.sh): records kmem page events with the
 # real trace-cmd, as a user on a kernel without the module would, into
-# RESULTS/tracedat/: kmem.dat without stacks, kmem-stacks.dat with -T.
+# RESULTS/tracedat/: kmem.dat without stacks, kmem-stacks.dat with -T,
+# kmem-lossy.dat with buffers small enough to drop events.
 # scripts/test/tracedat-check.sh reads them on the host.  Nothing is
 # recorded (and the host check skips) when the guest has no trace-cmd.
 #   tracedat-guest.sh RESULTS
@@ -40,4 +41,6 @@ rec() { # NAME TRACE-CMD-OPTIONS...
 }
 rec kmem
 rec kmem-stacks -T
+# 4 KiB per CPU: the ring buffer drops events, which must show as losses.
+rec kmem-lossy -b 4
 sync

@@ -132,7 +132,7 @@ struct ti_state {
 	uint64_t		first_ns;
 	bool			have_first;
 	uint64_t		seen[TI_KINDS], reordered, unknown_cpu;
-	uint64_t		samples, chunks;
+	uint64_t		samples, chunks, drops, unknown_drops;
 	struct ti_stacks	st;
 	int			err;
 };
@@ -404,7 +404,10 @@ static int ti_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 	if (rec->missed_events) {
 		/* A new chunk carries the losses, as the module's would. */
 		s->err = ti_flush(s, cpu);
+		/* -1: the ring buffer knew events were dropped, not how many. */
 		s->cpus[cpu].lost_next += rec->missed_events > 0 ? (uint64_t)rec->missed_events : 1;
+		s->drops++;
+		s->unknown_drops += rec->missed_events < 0;
 		if (s->err)
 			return -1;
 	}
@@ -649,6 +652,10 @@ static void ti_notes(const struct ti_state *s, const char *path)
 			"not imported\n", s->seen[TI_SNAPSHOT]);
 	fprintf(stderr, "pagetrace: note: tasks are thread ids (common_pid), named from the "
 		"file's saved cmdlines\n");
+	if (s->unknown_drops)
+		fprintf(stderr, "pagetrace: note: %" PRIu64 " of the file's %" PRIu64 " drops "
+			"do not say how many events they lost: counted as 1 lost each\n",
+			s->unknown_drops, s->drops);
 	if (s->reordered)
 		fprintf(stderr, "pagetrace: note: %" PRIu64 " events out of time order on "
 			"their CPU were given the time of the one before\n", s->reordered);
