@@ -26,7 +26,12 @@
 #      once and cached outside the checkout: about 6 minutes on an idle
 #      2-core machine), the module built against it, every selftest on it
 #      (about 13 minutes); any splat in dmesg fails the run
-#   7. on 6.1, pagetrace.service under a real systemd:
+#   7. module signatures (scripts/test/check-modsig.sh, with 6.1): two
+#      VM boots of about 10 s each (6.1, debug); the DKMS-built module is
+#      signed by the DKMS key; booted with module.sig_enforce=1, Debian's
+#      6.1 refuses it and an unsigned copy, and the debug kernel loads its
+#      module signed with its own build key but refuses the DKMS-signed one
+#   8. on 6.1, pagetrace.service under a real systemd:
 #      scripts/test/check-systemd.sh boots a Debian 12 root with systemd as
 #      PID 1 and the pagetrace-tools .deb of step 4 installed, and drives
 #      the unit with systemctl (about 4 minutes)
@@ -537,6 +542,17 @@ for flavour in $KERNELS; do
 		check_systemd "$rel" "$dkms_ko"
 	fi
 done
+
+# Step 7: what a Secure Boot machine does with the module DKMS signed
+# (README.md, "Secure Boot"); the debug kernel's part only if it ran.
+if [[ " $KERNELS " == *" 6.1 "* ]] && rel=$(scripts/vm/kernels.sh 6.1 2>/dev/null); then
+	dkd=()
+	[[ " $KERNELS " == *" debug "* ]] && dkd=("$(scripts/vm/debug-kernel.sh --print-dir)")
+	say "module signatures under module.sig_enforce=1 (log: build/modsig/)"
+	rc=0
+	scripts/test/check-modsig.sh "$rel" "${dkd[@]}" >"$OUT/modsig.log" 2>&1 || rc=$?
+	emit "[modsig]" modsig "$rc" <"$OUT/modsig.log"
+fi
 
 echo "# total time $((SECONDS - START))s; logs in ${OUT#"$ROOT"/}/ and build/RELEASE/share/"
 scripts/test/ktap.sh failures "$LOG"
