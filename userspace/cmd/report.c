@@ -38,6 +38,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cmd.h"
+#include "tracedat_in.h"
 
 #define HEAT_W		800
 #define HEAT_H		400
@@ -588,7 +589,14 @@ static void summary(FILE *f, const char *path, const struct pgtrace_reader *r,
 
 	fprintf(f, "<table class=\"sum\">\n<tr><th>trace</th><td>");
 	html_escape(f, path);
-	fprintf(f, "%s</td></tr>\n<tr><th>kernel</th><td>", h->header_size ? "" : " (Go runtime page trace)");
+	fprintf(f, "%s</td></tr>\n", h->header_size ? "" : " (Go runtime page trace)");
+	/* A trace-cmd file: what it lacks, as stderr said it. */
+	if (tracedat_in_notes()) {
+		fprintf(f, "<tr><th>source</th><td>");
+		html_escape(f, tracedat_in_notes());
+		fprintf(f, "</td></tr>\n");
+	}
+	fprintf(f, "<tr><th>kernel</th><td>");
 	html_escape(f, pgtrace_reader_kernel_release(r));
 	fmt_rel_time(t, s->last_ns, s->first_ns);
 	fprintf(f, "</td></tr>\n<tr><th>events</th><td>%" PRIu64 " (alloc %" PRIu64 ", free %"

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,11 @@ int tracedat_in_open(const char *path, int *fd)
 		"without libtracecmd (the static build): read it with a dynamically linked "
 		"pagetrace\n", path);
 	return -ENOTSUP;
+}
+
+const char *tracedat_in_notes(void)
+{
+	return NULL;
 }
 
 #else
@@ -616,6 +622,24 @@ static int ti_header(struct ti_state *s, struct tracecmd_input *h)
 	return 0;
 }
 
+/* The notes of the file read, for the HTML report; "" until one is read. */
+static char ti_said[2048];
+
+/* One note: on stderr at once, and kept for tracedat_in_notes(). */
+static void __attribute__((format(printf, 2, 3))) ti_note(bool told, const char *fmt, ...)
+{
+	size_t n = strlen(ti_said);
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (!told)
+		fprintf(stderr, "pagetrace: note: %s\n", line);
+	snprintf(ti_said + n, sizeof(ti_said) - n, "%s%s", n ? "; " : "", line);
+}
+
 /* What the file cannot tell, once per run (pprof and dump open it twice). */
 static void ti_notes(const struct ti_state *s, const char *path)
 {
@@ -623,45 +647,48 @@ static void ti_notes(const struct ti_state *s, const char *path)
 	uint64_t events = s->seen[TI_ALLOC] + s->seen[TI_FREE] + s->seen[TI_FREE_BATCHED] +
 			  s->seen[TI_RECLAIM];
 
-	if (told)
-		return;
-	told = true;
-	fprintf(stderr, "pagetrace: %s: trace-cmd data file, %" PRIu64 " kmem page events "
-		"(%" PRIu64 " mm_page_alloc, %" PRIu64 " mm_page_free, %" PRIu64
-		" mm_page_free_batched, order 0)\n", path, events, s->seen[TI_ALLOC],
-		s->seen[TI_FREE], s->seen[TI_FREE_BATCHED]);
+	if (!told)
+		fprintf(stderr, "pagetrace: %s: trace-cmd data file, read with libtracecmd\n", path);
+	ti_said[0] = '\0';
+	ti_note(told, "a trace-cmd data file of %" PRIu64 " kmem page events (%" PRIu64
+		" mm_page_alloc, %" PRIu64 " mm_page_free, %" PRIu64 " mm_page_free_batched, "
+		"order 0)", events, s->seen[TI_ALLOC], s->seen[TI_FREE], s->seen[TI_FREE_BATCHED]);
 	if (s->seen[TI_RECLAIM])
-		fprintf(stderr, "pagetrace: note: %" PRIu64 " pagetrace:page_reclaim events "
-			"(a file of pagetrace convert) read as reclaims\n", s->seen[TI_RECLAIM]);
-	fprintf(stderr, "pagetrace: note: no snapshot: pages allocated before the recording are unknown\n");
+		ti_note(told, "%" PRIu64 " pagetrace:page_reclaim events (a file of pagetrace "
+			"convert) read as reclaims", s->seen[TI_RECLAIM]);
+	ti_note(told, "no snapshot: pages allocated before the recording are unknown");
 	if (!s->seen[TI_RECLAIM])
-		fprintf(stderr, "pagetrace: note: kmem events do not tell reclaim from free: "
-			"reclaimed pages count as frees\n");
+		ti_note(told, "kmem events do not tell reclaim from free: reclaimed pages count "
+			"as frees");
 	if (s->samples)
-		fprintf(stderr, "pagetrace: note: %" PRIu64 " kernel stacks (trace-cmd -T) of "
-			"allocations imported as sampled stacks (every allocation a sample, "
-			"%" PRIu64 " distinct); the %" PRIu64 " of other events left out\n",
-			s->samples, (uint64_t)s->st.n, s->seen[TI_STACK] - s->samples);
+		ti_note(told, "%" PRIu64 " kernel stacks (trace-cmd -T) of allocations imported "
+			"as sampled stacks (every allocation a sample, %" PRIu64 " distinct); "
+			"the %" PRIu64 " of other events left out", s->samples, (uint64_t)s->st.n,
+			s->seen[TI_STACK] - s->samples);
 	else if (s->seen[TI_STACK])
-		fprintf(stderr, "pagetrace: note: %" PRIu64 " kernel stacks (trace-cmd -T) not "
-			"imported: none followed an allocation\n", s->seen[TI_STACK]);
+		ti_note(told, "%" PRIu64 " kernel stacks (trace-cmd -T) not imported: none "
+			"followed an allocation", s->seen[TI_STACK]);
 	else
-		fprintf(stderr, "pagetrace: note: no sampled stacks (none recorded)\n");
+		ti_note(told, "no sampled stacks (none recorded)");
 	if (s->seen[TI_SNAPSHOT])
-		fprintf(stderr, "pagetrace: note: %" PRIu64 " pagetrace:page_snapshot runs "
-			"not imported\n", s->seen[TI_SNAPSHOT]);
-	fprintf(stderr, "pagetrace: note: tasks are thread ids (common_pid), named from the "
-		"file's saved cmdlines\n");
+		ti_note(told, "%" PRIu64 " pagetrace:page_snapshot runs not imported",
+			s->seen[TI_SNAPSHOT]);
+	ti_note(told, "tasks are thread ids (common_pid), named from the file's saved cmdlines");
 	if (s->unknown_drops)
-		fprintf(stderr, "pagetrace: note: %" PRIu64 " of the file's %" PRIu64 " drops "
-			"do not say how many events they lost: counted as 1 lost each\n",
-			s->unknown_drops, s->drops);
+		ti_note(told, "%" PRIu64 " of the file's %" PRIu64 " drops do not say how many "
+			"events they lost: counted as 1 lost each", s->unknown_drops, s->drops);
 	if (s->reordered)
-		fprintf(stderr, "pagetrace: note: %" PRIu64 " events out of time order on "
-			"their CPU were given the time of the one before\n", s->reordered);
+		ti_note(told, "%" PRIu64 " events out of time order on their CPU were given the "
+			"time of the one before", s->reordered);
 	if (s->unknown_cpu)
-		fprintf(stderr, "pagetrace: note: %" PRIu64 " events of CPUs past the file's "
-			"CPU count left out\n", s->unknown_cpu);
+		ti_note(told, "%" PRIu64 " events of CPUs past the file's CPU count left out",
+			s->unknown_cpu);
+	told = true;
+}
+
+const char *tracedat_in_notes(void)
+{
+	return ti_said[0] ? ti_said : NULL;
 }
 
 static int ti_convert(struct ti_state *s, struct tracecmd_input *h, const char **why)

@@ -14,5 +14,10 @@ bool tracedat_in_is(int fd);
  * -errno after a one-line error on stderr (also without libtracecmd).
  */
 int tracedat_in_open(const char *path, int *fd);
+/*
+ * What the last file tracedat_in_open() read lacks, as its notes said
+ * them ("; " between), for outputs other than stderr; NULL if none was read.
+ */
+const char *tracedat_in_notes(void);
 
 #endif

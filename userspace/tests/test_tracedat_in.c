@@ -106,6 +106,9 @@ TEST_F(tracedat_in, commands)
 	EXPECT_EQ(0, run("stats --json ok.dat"));
 	EXPECT_TRUE(strstr(slurp(dir, "out"), "\"types\": {\"alloc\": 2, \"free\": 1, \"reclaim\": 1}") != NULL);
 	EXPECT_EQ(0, run("report ok.dat -o r.html"));
+	/* The page says what the file lacks, as stderr does. */
+	EXPECT_TRUE(strstr(slurp(dir, "r.html"), "<th>source</th><td>a trace-cmd data file") != NULL);
+	EXPECT_TRUE(strstr(slurp(dir, "r.html"), "no snapshot") != NULL);
 	/* No stacks in the file: pprof says so and fails, as for any such trace. */
 	EXPECT_EQ(1, run("pprof ok.dat -o p.pb.gz"));
 	EXPECT_TRUE(strstr(slurp(dir, "err"), "no call stacks") != NULL);
