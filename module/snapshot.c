@@ -92,6 +92,7 @@ struct pt_snap_writer {
 	u64			runs;		/* alloc events */
 	u64			pages;		/* pages in them */
 	u64			unlisted;	/* runs that found no room */
+	u64			taken_free;	/* zero count, lists unread */
 	u64			flags;		/* PAGETRACE_SNAPSHOT_* */
 	unsigned long		since_resched;	/* pages walked */
 	/* System RAM as PFN ranges [start, end), or nr_ram 0: all of it */
@@ -245,7 +246,15 @@ static void pt_snap_decide(struct pt_snap_writer *w, struct zone *zone,
 		} else if (PageTail(page) || page_count(page) || PageSlab(page)) {
 			/* A slab page may be frozen (7.x): allocated all the same. */
 			what = PT_SNAP_USED;
-		} else if (w->pcp && !pt_snap_in_free_block(pfn)) {
+		} else if (!w->pcp) {
+			/*
+			 * The lists unread: free, as it may well be, but a tail
+			 * of a block allocated without __GFP_COMP is not; the
+			 * count bounds what the trace may start short by.
+			 */
+			if (w->area && !pt_snap_in_free_block(pfn))
+				w->taken_free++;
+		} else if (!pt_snap_in_free_block(pfn)) {
 			unsigned long left = pt_pcp_find(w->pcp, pfn);
 
 			if (left)
@@ -431,6 +440,7 @@ static void pt_snap_record(struct pt_session *sess,
 		.pages = pt_le64(w->pages),
 		.unlisted = pt_le64(w->unlisted),
 		.flags = pt_le64(w->flags),
+		.taken_free = pt_le64(w->taken_free),
 	};
 
 	if (!sess->snap_rec_off)

@@ -226,14 +226,16 @@ static int read_for(int fd, struct pt_st_buf *b, int ms)
  * Without PAGETRACE_SNAPSHOT_PCP (5.10 PREEMPT_RT: its per-CPU lists
  * cannot be read from outside) the snapshot leaves out the tails of blocks
  * allocated without __GFP_COMP, so the trace starts short by their pages:
- * then its count may be under the kernel's, by the same number of pages
- * at the stop as at the start (@start_diff, per zone), all that happened
- * in between being counted.
+ * then its count may be under the kernel's, by at most the pages the
+ * walk took as free that way (@taken_free, the snapshot record's), and by
+ * the same number of pages at the stop as at the start (@start_diff, per
+ * zone), all that happened in between being counted.
  */
 static void check_zone(struct __test_metadata *_metadata,
 		       const struct pgtrace_analysis *a,
 		       const struct pgtrace_zone_counters *z, bool start,
-		       long per_mille, bool pcp, int64_t *start_diff)
+		       long per_mille, bool pcp, uint64_t taken_free,
+		       int64_t *start_diff)
 {
 	int64_t kernel = pgtrace_zone_counters_in_use(z), trace, diff, tol;
 	unsigned int i;
@@ -263,6 +265,8 @@ static void check_zone(struct __test_metadata *_metadata,
 	}
 	EXPECT_LE(diff, tol);
 	if (start) {
+		/* Short by at most the pages the snapshot took as free. */
+		EXPECT_LE(-diff, (int64_t)taken_free + tol);
 		start_diff[i] = diff;
 		return;
 	}
@@ -366,6 +370,10 @@ TEST(in_use_matches)
 	snap = pt_st_header_record(b.p, b.len, PAGETRACE_REC_SNAPSHOT, &size);
 	ASSERT_NE(NULL, snap) TH_LOG("no REC_SNAPSHOT in the header");
 	pcp = snap->flags & PAGETRACE_SNAPSHOT_PCP;
+	TH_LOG("snapshot: %s per-CPU lists, %llu pages taken as free without them",
+	       pcp ? "with" : "without", (unsigned long long)snap->taken_free);
+	if (pcp)
+		EXPECT_EQ(0, snap->taken_free);
 	start_diff = calloc(a.nr_zones + 1, sizeof(*start_diff));
 	ASSERT_NE(NULL, start_diff);
 	for (unsigned int i = 0; i <= a.nr_zones; i++)
@@ -373,7 +381,7 @@ TEST(in_use_matches)
 	for (unsigned int w = 0; w < 2; w++)
 		for (unsigned int i = 0; i < kc[w]->nr_zones; i++)
 			check_zone(_metadata, &a, &kc[w]->zones[i], w == 0, per_mille, pcp,
-				   start_diff);
+				   snap->taken_free, start_diff);
 	free(start_diff);
 	pgtrace_analysis_free(&a);
 	pgtrace_reader_close(r);

@@ -244,6 +244,10 @@ struct pagetrace_rec_session {
  * @pages: pages in those runs
  * @unlisted: runs that found no room (also the last snapshot chunk's lost)
  * @flags: PAGETRACE_SNAPSHOT_*
+ * @taken_free: pages with a zero reference count on no free list that the
+ *	walk took as free, the per-CPU lists unread (never with
+ *	PAGETRACE_SNAPSHOT_PCP): at most this many allocated pages are left
+ *	out.  0 in traces of modules before it was kept.
  * @reserved: 0
  *
  * Present when the header flags have PAGETRACE_FLAG_SNAPSHOT; the snapshot
@@ -255,7 +259,8 @@ struct pagetrace_rec_snapshot {
 	__u64	pages;
 	__u64	unlisted;
 	__u64	flags;
-	__u64	reserved[3];
+	__u64	taken_free;
+	__u64	reserved[2];
 };
 
 /*
