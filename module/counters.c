@@ -28,6 +28,7 @@
 #include <linux/mmzone.h>
 #include <linux/percpu.h>
 #include <linux/preempt.h>
+#include <linux/sched/clock.h>
 #include <linux/string.h>
 #include <linux/vmstat.h>
 
@@ -47,6 +48,16 @@ size_t pt_counters_size(unsigned int nr_zones)
 }
 
 /*
+ * How long a reading may keep preemption off trying each zone again (see
+ * pt_zone_free_read()): past it, each remaining zone gets one try.  On a
+ * machine of a thousand CPUs one try of a zone is some thousands of
+ * remote cache lines; the budget keeps the whole reading to a few
+ * milliseconds there.  On a machine of a few CPUs it never comes into play.
+ */
+#define PT_COUNTERS_BUDGET_NS	(1000 * 1000)
+#define PT_COUNTERS_ZONE_TRIES	8
+
+/*
  * @zone's free pages and the pages on its per-CPU lists, as of one instant
  * as nearly as can be read without stopping the allocator; returns how far
  * the free count moved while the lists were read (0: consistent).
@@ -57,15 +68,15 @@ size_t pt_counters_size(unsigned int nr_zones)
  * read under their locks (pt_zone_pcp_pages_locked()) between two
  * readings of the free count: when those agree, no batch moved across
  * the reading, but for moves that cancel out.  Under load the free count
- * may never hold still for that long: a few tries, then the reading that
- * moved least.  Before 6.0 the lists have no lock, and a move on another
- * CPU (interrupts off there) may fall between the two counts unseen.
+ * may never hold still for that long: up to @tries tries, then the
+ * reading that moved least.  Before 6.0 the lists have no lock, and a
+ * move on another CPU (interrupts off there) may fall between the two
+ * counts unseen.
  */
-static unsigned long pt_zone_free_read(struct zone *zone, unsigned long *free,
-				       unsigned long *pcp)
+static unsigned long pt_zone_free_read(struct zone *zone, unsigned int tries,
+				       unsigned long *free, unsigned long *pcp)
 {
 	unsigned long spread = ULONG_MAX;
-	unsigned int tries = 8;
 
 	do {
 		unsigned long f1, f2, p, d;
@@ -88,24 +99,38 @@ static unsigned long pt_zone_free_read(struct zone *zone, unsigned long *free,
 #define PT_COUNTERS_WAIT_MS	20
 
 /*
- * A reading keeps this CPU from start to end (and at stop from the
- * writers' clearing on): a task run here in between would allocate and
- * free with its pages in the later zones' counts and not in the trace,
- * whose hooks turn events away from the clearing on.  Seen on 6.1 before
- * this: zones 70 to 446 pages off at stop, in three stops of 26, the
- * reading's mutexes having let the workload run.  Not on PREEMPT_RT,
- * whose per-CPU list locks sleep: there a reading may sleep, and be off
- * by what ran on this CPU meanwhile (at stop, counted in its spread).
+ * Whether a reading keeps preemption off: not where the per-CPU lists'
+ * lock is a sleeping lock (PREEMPT_RT since 6.0; 5.10-rt's lists have no
+ * lock, and are read without one).
+ */
+#if defined(CONFIG_PREEMPT_RT) && defined(PT_HAVE_PCP_LOCK)
+#define PT_COUNTERS_HOLD	false
+#else
+#define PT_COUNTERS_HOLD	true
+#endif
+
+/*
+ * A reading runs with preemption off from start to end (and at stop from
+ * the writers' clearing on), so that it takes microseconds, not what a
+ * preemption point lets the scheduler make of it: the stop's reading used
+ * to follow the clearing through two mutexes and a cond_resched() per
+ * zone, and in three stops of 26 on 6.1 a zone was 70 to 446 pages off,
+ * the workload having allocated and freed untraced meanwhile, on every
+ * CPU.  Interrupts on this CPU, and the other CPUs, still allocate during
+ * the reading: at stop, their turned-away events are counted in the
+ * spread (pt_counters_read_at_stop()).  Where the lists' lock sleeps
+ * (PT_COUNTERS_HOLD false) the reading may sleep too, and what ran
+ * meanwhile is counted the same way.
  */
 static void pt_counters_hold_cpu(void)
 {
-	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+	if (PT_COUNTERS_HOLD)
 		preempt_disable();
 }
 
 static void pt_counters_release_cpu(void)
 {
-	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+	if (PT_COUNTERS_HOLD)
 		preempt_enable();
 }
 
@@ -124,11 +149,12 @@ static void pt_counters_empty(struct pagetrace_rec_counters *rec,
  * module loaded while it ran).
  *
  * Context: memory hot-remove held off (pt_mem_read_begin()); sleeps only
- * on PREEMPT_RT, on the per-CPU lists' locks.
+ * where the per-CPU lists' lock does (PT_COUNTERS_HOLD false).
  */
 static void pt_counters_read_zones(struct pagetrace_rec_counters *rec,
 				   unsigned int max, bool *torn)
 {
+	u64 t0 = local_clock();
 	struct zone *zone = NULL;
 	unsigned int n = 0;
 
@@ -137,8 +163,11 @@ static void pt_counters_read_zones(struct pagetrace_rec_counters *rec,
 	while (n < max && (zone = pt_next_zone(zone))) {
 		struct pagetrace_zone_counters *z = &rec->zones[n++];
 		unsigned long free, pcp, spread, present, managed;
+		unsigned int tries = PT_COUNTERS_ZONE_TRIES;
 
-		spread = pt_zone_free_read(zone, &free, &pcp);
+		if (local_clock() - t0 > PT_COUNTERS_BUDGET_NS)
+			tries = 1;
+		spread = pt_zone_free_read(zone, tries, &free, &pcp);
 		z->node = pt_le32(zone_to_nid(zone));
 		z->zone = pt_le32(zone_idx(zone));
 		present = READ_ONCE(zone->present_pages);
@@ -152,6 +181,26 @@ static void pt_counters_read_zones(struct pagetrace_rec_counters *rec,
 		z->spread_pages = pt_le64(spread);
 	}
 	rec->nr_zones = pt_le32(n);
+}
+
+/*
+ * Hold off memory hot-remove for the stop's reading, at a time no online
+ * runs: a few tries, PT_COUNTERS_WAIT_MS apart, while the trace still
+ * records.  0 and the online sequence it held at, or -EBUSY.
+ */
+static int pt_counters_hold_memory(unsigned long *seq)
+{
+	unsigned int tries;
+
+	for (tries = 0; tries < PT_COUNTERS_TRIES; tries++) {
+		if (tries)
+			msleep(PT_COUNTERS_WAIT_MS);
+		*seq = pt_mem_online_seq();
+		if (*seq & 1 || pt_mem_read_begin())
+			continue;
+		return 0;
+	}
+	return -EBUSY;
 }
 
 /**
@@ -199,32 +248,39 @@ void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
  * pt_counters_read_at_stop - end the trace, and read the counters then
  * @rec: as pt_counters_read()
  * @max: as pt_counters_read()
- * @stop: turns the hooks' events away; called with preemption off (but
- *	on PREEMPT_RT), and must not sleep
+ * @stop: turns the hooks' events away; called with preemption off (except
+ *	where the per-CPU lists' lock sleeps), and must not sleep
  * @arg: its argument
  *
  * The trace ends at @stop, and the counters must be those of that
  * instant: @stop and the reading run in one stretch of this CPU, with no
  * second try (a reading after the trace's end would be of a later
- * instant).  The record is empty if memory was being offlined, or was
- * onlined across.
+ * instant).  Before it, while the trace still records, it waits out a
+ * memory online or offline as pt_counters_read() does; the record is
+ * empty if one still runs then, or an online started across the reading.
  *
- * Context: process context; may sleep before @stop.
+ * The events the hooks turn away from @stop to the end of the reading
+ * are in the kernel's counts of the zones read after them and in no
+ * event: their pages are added to every zone's @spread_pages, an
+ * estimate of how far the reading may be off (an allocation hooked after
+ * the allocator's counts moved, a kprobe's miss, are not in it; an
+ * allocation and its free both are).
+ *
+ * Context: process context; may sleep before @stop and after the reading.
  */
 void pt_counters_read_at_stop(struct pagetrace_rec_counters *rec,
 			      unsigned int max, void (*stop)(void *arg),
 			      void *arg)
 {
-	unsigned long seq = pt_mem_online_seq();
-	bool held = !(seq & 1) && !pt_mem_read_begin();
-	bool torn = true;
-
-	unsigned long away;
+	unsigned long seq, away;
+	bool held, torn = true;
 	unsigned int i;
 
+	held = !pt_counters_hold_memory(&seq);
 	pt_counters_hold_cpu();
-	stop(arg);
+	/* Exact: no hook is turned away while every CPU has its writer. */
 	away = pt_turned_away_pages();
+	stop(arg);
 	if (held)
 		pt_counters_read_zones(rec, max, &torn);
 	away = pt_turned_away_pages() - away;
@@ -235,12 +291,6 @@ void pt_counters_read_at_stop(struct pagetrace_rec_counters *rec,
 		pt_counters_empty(rec, max);
 		return;
 	}
-	/*
-	 * What the hooks turned away while the zones were read, on any CPU
-	 * (on PREEMPT_RT also on this one, the reading having slept on a
-	 * per-CPU list's lock), is in the kernel's count of the zones read
-	 * after it and in no event: each zone may be off by that much.
-	 */
 	for (i = 0; i < pt_from_le32(rec->nr_zones); i++) {
 		struct pagetrace_zone_counters *z = &rec->zones[i];
 

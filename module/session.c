@@ -259,7 +259,7 @@ free_session:
 
 /*
  * The end of the trace: hooks still running finish on their own; new ones
- * see NULL.  Called with preemption off (pt_counters_read_at_stop()).
+ * see NULL.  Called from pt_counters_read_at_stop(): must not sleep.
  */
 static void pt_session_end_writes(void *arg)
 {

@@ -439,7 +439,7 @@ static void pt_snap_record(struct pt_session *sess,
 		.runs = pt_le64(w->runs),
 		.pages = pt_le64(w->pages),
 		.unlisted = pt_le64(w->unlisted),
-		.flags = pt_le64(w->flags),
+		.flags = pt_le64(w->flags | PAGETRACE_SNAPSHOT_TAKEN_FREE),
 		.taken_free = pt_le64(w->taken_free),
 	};
 

@@ -352,7 +352,8 @@ static DEFINE_PER_CPU(struct pt_cpu *, pt_writer);
  * in the windows between a session's attaching and publishing, and its
  * clearing and detaching, when the hooks are attached and turned away.
  * The stop's reading of the counters takes what came meanwhile as its
- * uncertainty (counters.c).  Written with interrupts off on its own CPU.
+ * uncertainty (counters.c).  Written on its own CPU only, by one
+ * instruction (this_cpu_add()), which an NMI cannot split.
  */
 static DEFINE_PER_CPU(unsigned long, pt_turned_away);
 
@@ -367,7 +368,7 @@ unsigned long pt_turned_away_pages(void)
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu)
-		n += READ_ONCE(*per_cpu_ptr(&pt_turned_away, cpu));
+		n += READ_ONCE(per_cpu(pt_turned_away, cpu));
 	return n;
 }
 
@@ -435,7 +436,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	local_irq_save(flags);
 	c = this_cpu_read(pt_writer);
 	if (unlikely(!c)) {
-		__this_cpu_add(pt_turned_away, npages);
+		this_cpu_add(pt_turned_away, npages);
 		goto out;
 	}
 	if (unlikely(!pt_writer_enter(c)))

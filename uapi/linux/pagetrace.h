@@ -244,10 +244,11 @@ struct pagetrace_rec_session {
  * @pages: pages in those runs
  * @unlisted: runs that found no room (also the last snapshot chunk's lost)
  * @flags: PAGETRACE_SNAPSHOT_*
- * @taken_free: pages with a zero reference count on no free list that the
- *	walk took as free, the per-CPU lists unread (never with
- *	PAGETRACE_SNAPSHOT_PCP): at most this many allocated pages are left
- *	out.  0 in traces of modules before it was kept.
+ * @taken_free: pages, over all zones, with a zero reference count on no
+ *	free list that the walk took as free, the per-CPU lists unread
+ *	(never with PAGETRACE_SNAPSHOT_PCP): at most this many allocated
+ *	pages are left out.  Kept where PAGETRACE_SNAPSHOT_TAKEN_FREE is
+ *	set; else 0, unknown.
  * @reserved: 0
  *
  * Present when the header flags have PAGETRACE_FLAG_SNAPSHOT; the snapshot
@@ -270,6 +271,8 @@ struct pagetrace_rec_snapshot {
  * page) is listed as allocated.  Without it such pages are left out.
  */
 #define PAGETRACE_SNAPSHOT_PCP	_BITULL(0)
+/* struct pagetrace_rec_snapshot.flags: @taken_free is kept. */
+#define PAGETRACE_SNAPSHOT_TAKEN_FREE	_BITULL(1)
 
 /**
  * struct pagetrace_rec_stacks - how allocations were sampled for call stacks

@@ -128,9 +128,10 @@ void stats_kernel_counts(const struct pgtrace_reader *r, const struct pgtrace_an
 
 /*
  * One zone at one end: a table row, marked "off" when the two are more than
- * 0.1% and more than 2 pages apart, beyond how far the kernel's free count
- * moved while it was read (the selftests' tolerance: the allocator runs on
- * other CPUs while the module reads the counters).
+ * 0.1% and more than 2 pages apart, beyond the reading's spread (how far
+ * the kernel's free count moved while it was read, and at stop what the
+ * hooks turned away meanwhile: the selftests' tolerance, the allocator
+ * running on other CPUs while the module reads the counters).
  */
 static void html_row(FILE *f, const struct pgtrace_analysis *a, const struct pgtrace_zone_counters *z,
 		     unsigned int which, const char *at)

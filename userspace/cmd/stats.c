@@ -68,7 +68,8 @@
  *                    --quick): {"start" and/or "stop": {"time_ns" (since
  *                    start_ns), "zones": [{"node", "zone", "present",
  *                    "managed", "free", "pcp", "spread" (how far free
- *                    moved while pcp was read), "kernel_in_use",
+ *                    moved while pcp was read; at stop, plus what the
+ *                    hooks turned away meanwhile), "kernel_in_use",
  *                    "trace_in_use"}]}}; kernel_in_use = present - free
  *                    - pcp, trace_in_use the trace's count at that time
  *   quick            true with --quick: lifetimes, in_use_end, peak_in_use,
