@@ -29,9 +29,9 @@ static void usage(FILE *f)
 		fprintf(f, "  %s\n", cmds[i].help);
 	fprintf(f, "\nFILE is a pagetrace v1 stream, - for stdin, or a trace-cmd data file of kmem\n"
 		   "page events (trace-cmd record -e kmem:mm_page_alloc -e kmem:mm_page_free\n"
-		   "[-e kmem:mm_page_free_batched] [-T]), read with libtracecmd: it has no\n"
-		   "snapshot and no reclaims (counted as frees), as pagetrace then says; -T\n"
-		   "stacks of allocations become sampled stacks (every allocation a sample).\n"
+		   "[-T]), read with libtracecmd: it has no snapshot and no reclaims (counted\n"
+		   "as frees), as pagetrace then says; -T stacks of allocations become sampled\n"
+		   "stacks (every allocation a sample).\n"
 		   "Exit status: 0 ok, 1 unreadable or corrupt trace, 2 bad usage.\n");
 }
 

@@ -2,9 +2,14 @@
 /*
  * Read a trace-cmd data file of kmem page events as a pagetrace stream.
  *
- * `trace-cmd record -e kmem:mm_page_alloc -e kmem:mm_page_free
- * [-e kmem:mm_page_free_batched]` records what pagetrace's hooks see, on
- * kernels where the module cannot load.  Rather than teach every command a
+ * `trace-cmd record -e kmem:mm_page_alloc -e kmem:mm_page_free` records
+ * what pagetrace's hooks see, on kernels where the module cannot load.
+ * kmem:mm_page_free_batched is no free of its own: the kernel fires
+ * mm_page_free for each of those pages too (free_unref_page_list() and
+ * free_unref_folios() free through free_pages_prepare()), so with
+ * mm_page_free in the file it is not counted; a file of batched frees
+ * only counts them as frees of one page each (the event has no order), and
+ * says that the other frees are missing.  Rather than teach every command a
  * second input, the file is read with libtracecmd (not a parser of ours)
  * and turned into a v1 stream in an anonymous memory file: the commands
  * then read that as they read any trace.  What the kernel's events cannot
@@ -138,6 +143,7 @@ struct ti_state {
 	uint64_t		first_ns;
 	bool			have_first;
 	uint64_t		seen[TI_KINDS], reordered, unknown_cpu;
+	uint64_t		next_flush;	/* trace time of the next flush of all CPUs */
 	uint64_t		samples, chunks, drops, unknown_drops;
 	struct ti_stacks	st;
 	int			err;
@@ -382,6 +388,32 @@ static int ti_release(struct ti_state *s, unsigned int cpu, uint32_t stack)
 	return ti_event(s, cpu, p->t, p->pid, PAGETRACE_EV_ALLOC, p->pfn, p->npages, stack);
 }
 
+/*
+ * libtracecmd hands the events over in time order across CPUs; the chunks
+ * must keep to it within the analysis's wait for a slow CPU (1 s).  A CPU
+ * whose chunk filled only when full would put a quiet CPU's chunk,
+ * spanning the whole file, at the end: every CPU's open chunk is written
+ * out every 100 ms of trace time instead.  An allocation still waiting
+ * for its -T stack goes with it once its stack is long overdue.
+ */
+#define TI_FLUSH_NS		100000000ULL
+#define TI_STACK_WAIT_NS	1000000ULL
+
+static int ti_flush_all(struct ti_state *s, uint64_t now)
+{
+	int ret = 0;
+
+	for (unsigned int i = 0; i < s->nr_cpus && !ret; i++) {
+		const struct ti_pending *p = &s->cpus[i].pend;
+
+		if (p->has && now > p->t + TI_STACK_WAIT_NS)
+			ret = ti_release(s, i, 0);
+		if (!ret)
+			ret = ti_flush(s, i);
+	}
+	return ret;
+}
+
 static int ti_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, void *arg)
 {
 	struct ti_state *s = arg;
@@ -393,6 +425,14 @@ static int ti_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 	if (cpu < 0 || (unsigned int)cpu >= s->nr_cpus) {
 		s->unknown_cpu++;
 		return 0;
+	}
+	if (rec->ts >= s->next_flush) {
+		if (s->next_flush) {
+			s->err = ti_flush_all(s, rec->ts);
+			if (s->err)
+				return -1;
+		}
+		s->next_flush = rec->ts + TI_FLUSH_NS;
 	}
 	id = tep_data_type(s->tep, rec);
 	if (id == s->k[TI_STACK].id && s->cpus[cpu].pend.has && !rec->missed_events) {
@@ -424,6 +464,9 @@ static int ti_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 		return 0;
 	s->seen[kind]++;
 	if (kind == TI_STACK || kind == TI_SNAPSHOT)
+		return 0;
+	/* The kernel reported this free as mm_page_free too: not a second one. */
+	if (kind == TI_FREE_BATCHED && s->k[TI_FREE].id >= 0)
 		return 0;
 	if (tep_read_number_field(s->k[kind].pfn, rec->data, &pfn) ||
 	    (s->k[kind].order && tep_read_number_field(s->k[kind].order, rec->data, &order))) {
@@ -651,8 +694,15 @@ static void ti_notes(const struct ti_state *s, const char *path)
 		fprintf(stderr, "pagetrace: %s: trace-cmd data file, read with libtracecmd\n", path);
 	ti_said[0] = '\0';
 	ti_note(told, "a trace-cmd data file of %" PRIu64 " kmem page events (%" PRIu64
-		" mm_page_alloc, %" PRIu64 " mm_page_free, %" PRIu64 " mm_page_free_batched, "
-		"order 0)", events, s->seen[TI_ALLOC], s->seen[TI_FREE], s->seen[TI_FREE_BATCHED]);
+		" mm_page_alloc, %" PRIu64 " mm_page_free, %" PRIu64 " mm_page_free_batched)",
+		events, s->seen[TI_ALLOC], s->seen[TI_FREE], s->seen[TI_FREE_BATCHED]);
+	if (s->seen[TI_FREE_BATCHED] && s->k[TI_FREE].id >= 0)
+		ti_note(told, "%" PRIu64 " mm_page_free_batched not counted: the kernel reports "
+			"each of those frees as mm_page_free too", s->seen[TI_FREE_BATCHED]);
+	else if (s->seen[TI_FREE_BATCHED])
+		ti_note(told, "no mm_page_free recorded: only the %" PRIu64 " mm_page_free_batched "
+			"count as frees (of one page each, the event has no order); the other "
+			"frees are missing", s->seen[TI_FREE_BATCHED]);
 	if (s->seen[TI_RECLAIM])
 		ti_note(told, "%" PRIu64 " pagetrace:page_reclaim events (a file of pagetrace "
 			"convert) read as reclaims", s->seen[TI_RECLAIM]);
@@ -777,6 +827,24 @@ static void ti_unmute_stdout(int save)
 	close(save);
 }
 
+/* One write() stops short of 2 GiB (MAX_RW_COUNT): write it all. */
+static int ti_write_all(int fd, const unsigned char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return -EIO;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
 int tracedat_in_open(const char *path, int *fd)
 {
 	struct ti_state s = { .err = 0 };
@@ -808,11 +876,11 @@ int tracedat_in_open(const char *path, int *fd)
 	ti_unmute_stdout(out);
 	if (!ret) {
 		mfd = memfd_create("pagetrace-tracedat", MFD_CLOEXEC);
-		if (mfd < 0 || write(mfd, s.out, s.len) != (ssize_t)s.len ||
-		    lseek(mfd, 0, SEEK_SET)) {
+		ret = mfd < 0 ? -errno : ti_write_all(mfd, s.out, s.len);
+		if (!ret && lseek(mfd, 0, SEEK_SET))
 			ret = -errno;
+		if (ret)
 			why = "cannot hold it in a memory file";
-		}
 	}
 	if (!ret)
 		ti_notes(&s, path);

@@ -152,6 +152,146 @@ TEST_F(tracedat_in, no_kmem_events)
 	}
 }
 
+/*
+ * A file with kmem:mm_page_free_batched, which `pagetrace convert` cannot
+ * write: its pagetrace:page_reclaim event renamed kmem:mm_page_free_batched
+ * (the format text grows by 8 bytes, the system name shrinks by 5, and the
+ * zeros padding the header to the CPU data's page give up the 3 more).
+ * @no_free: mm_page_free renamed out of the way too (a file of batched
+ * frees only).
+ */
+static void make_batched(const char *from, const char *to, bool no_free)
+{
+	static const char sys[] = "pagetrace\0", name[] = "name: page_reclaim\n";
+	static const char nsys[] = "kmem\0", nname[] = "name: mm_page_free_batched\n";
+	static char in[1 << 16], out[sizeof(in) + 64];
+	const size_t delta = (sizeof(nname) - sizeof(name)) - (sizeof(sys) - sizeof(nsys));
+	ssize_t n = slurp_into(dir, from, in, sizeof(in));
+	char *p, *fly, *sp;
+	uint64_t size, off;
+	size_t o = 0;
+
+	if (n <= 0 || n == (ssize_t)sizeof(in))
+		abort();
+	if (no_free) {
+		p = memmem(in, n, "name: mm_page_free\n", 19);
+		if (!p)
+			abort();
+		p[17] = 'x';
+	}
+	fly = memmem(in, n, "flyrecord", 10);
+	/* "pagetrace\0", 2 events, the first's size (8 bytes), its text. */
+	sp = memmem(in, n, sys, sizeof(sys) - 1);
+	if (!fly || !sp || memcmp(sp + 10 + 4 + 8, name, sizeof(name) - 1))
+		abort();
+	memcpy(&off, fly + 10, 8);	/* CPU 0's data: the header's end */
+	memcpy(&size, sp + 10 + 4, 8);
+	p = sp + 10 + 4 + 8;
+	memcpy(out, in, sp - in);
+	o = sp - in;
+	memcpy(out + o, nsys, sizeof(nsys) - 1);
+	o += sizeof(nsys) - 1;
+	memcpy(out + o, sp + 10, 4);
+	o += 4;
+	size += sizeof(nname) - sizeof(name);
+	memcpy(out + o, &size, 8);
+	o += 8;
+	memcpy(out + o, nname, sizeof(nname) - 1);
+	o += sizeof(nname) - 1;
+	p += sizeof(name) - 1;
+	/* The rest of the header, less the last delta bytes of its zero padding. */
+	for (size_t i = off - delta; i < off; i++)
+		if (in[i])
+			abort();
+	memcpy(out + o, p, in + off - delta - p);
+	o += in + off - delta - p;
+	if (o != off)
+		abort();
+	memcpy(out + o, in + off, n - off);
+	write_file(to, out, n);
+}
+
+static void write_batched_pt(void)
+{
+	struct synth s;
+
+	/* The kernel fires mm_page_free, then mm_page_free_batched, for a page. */
+	synth_init(&s, 1, 4096, 0);
+	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 0x100, 1);
+	synth_event(&s, 0, 2 * SEC, PAGETRACE_EV_FREE, 0x100, 1);
+	synth_event(&s, 0, 2 * SEC + 1000, PAGETRACE_EV_RECLAIM, 0x100, 1);
+	synth_flush_all(&s);
+	write_file("batched.pt", s.buf, s.len);
+	synth_free(&s);
+}
+
+/* mm_page_free + mm_page_free_batched of one page: one free. */
+TEST_F(tracedat_in, batched_free_counted_once)
+{
+	if (!self->have_lib)
+		SKIP(return, "pagetrace built without libtracecmd");
+	write_batched_pt();
+	ASSERT_EQ(0, run("convert --to trace-cmd -o b0.dat batched.pt"));
+	make_batched("b0.dat", "b.dat", false);
+	ASSERT_EQ(0, run("stats --json b.dat"));
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "\"types\": {\"alloc\": 1, \"free\": 1, \"reclaim\": 0}") != NULL) {
+		TH_LOG("%s", slurp(dir, "out"));
+	}
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "\"unmatched\": {\"free\": {\"events\": 0,") != NULL);
+	EXPECT_TRUE(strstr(slurp(dir, "err"), "1 mm_page_free_batched not counted") != NULL) {
+		TH_LOG("%s", slurp(dir, "err"));
+	}
+}
+
+/* Batched frees only (no mm_page_free recorded): they are the frees, and the rest missing. */
+TEST_F(tracedat_in, batched_free_only)
+{
+	if (!self->have_lib)
+		SKIP(return, "pagetrace built without libtracecmd");
+	write_batched_pt();
+	ASSERT_EQ(0, run("convert --to trace-cmd -o b0.dat batched.pt"));
+	make_batched("b0.dat", "b.dat", true);
+	ASSERT_EQ(0, run("stats --json b.dat"));
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "\"types\": {\"alloc\": 1, \"free\": 1, \"reclaim\": 0}") != NULL) {
+		TH_LOG("%s", slurp(dir, "out"));
+	}
+	EXPECT_TRUE(strstr(slurp(dir, "err"), "the other frees are missing") != NULL) {
+		TH_LOG("%s", slurp(dir, "err"));
+	}
+}
+
+/*
+ * 3 s on two CPUs, CPU 1 quiet (one allocation at the start, its free at
+ * the end), CPU 0 busy enough to fill many chunks: the stream stays in
+ * time order (late_events 0), and every free finds its allocation.
+ */
+TEST_F(tracedat_in, quiet_cpu_in_order)
+{
+	const unsigned int nr = 60000;
+	struct synth s;
+
+	if (!self->have_lib)
+		SKIP(return, "pagetrace built without libtracecmd");
+	synth_init(&s, 2, 65536, 0);
+	synth_event(&s, 1, SEC, PAGETRACE_EV_ALLOC, 0x7000000, 1);
+	for (unsigned int i = 0; i < nr; i++) {
+		uint64_t t = SEC + 1000 + (uint64_t)i * (3 * SEC / nr);
+
+		synth_event(&s, 0, t, PAGETRACE_EV_ALLOC, 0x1000 + i, 1);
+		synth_event(&s, 0, t + 500, PAGETRACE_EV_FREE, 0x1000 + i, 1);
+	}
+	synth_event(&s, 1, 4 * SEC + 1000, PAGETRACE_EV_FREE, 0x7000000, 1);
+	synth_flush_all(&s);
+	write_file("quiet.pt", s.buf, s.len);
+	synth_free(&s);
+	ASSERT_EQ(0, run("convert --to trace-cmd -o quiet.dat quiet.pt"));
+	ASSERT_EQ(0, run("stats --json quiet.dat"));
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "\"late_events\": 0") != NULL) {
+		TH_LOG("%s", slurp(dir, "out"));
+	}
+	EXPECT_TRUE(strstr(slurp(dir, "out"), "\"unmatched\": {\"free\": {\"events\": 0,") != NULL);
+}
+
 /* Without libtracecmd, the file is refused with a reason. */
 TEST_F(tracedat_in, without_lib)
 {
