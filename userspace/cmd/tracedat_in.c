@@ -394,10 +394,13 @@ static int ti_release(struct ti_state *s, unsigned int cpu, uint32_t stack)
  * whose chunk filled only when full would put a quiet CPU's chunk,
  * spanning the whole file, at the end: every CPU's open chunk is written
  * out every 100 ms of trace time instead.  An allocation still waiting
- * for its -T stack goes with it once its stack is long overdue.
+ * for its -T stack goes without it once 200 ms have passed: its CPU's
+ * next record is that stack, but under KASAN the kernel took up to 5 ms to
+ * write it, and a quiet CPU's allocation must not wait for the CPU's next
+ * event, however late (at most 300 ms late this way, well within 1 s).
  */
 #define TI_FLUSH_NS		100000000ULL
-#define TI_STACK_WAIT_NS	1000000ULL
+#define TI_STACK_WAIT_NS	200000000ULL
 
 static int ti_flush_all(struct ti_state *s, uint64_t now)
 {
