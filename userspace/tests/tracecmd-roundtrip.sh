@@ -200,15 +200,24 @@ ks_result() { # OK REASON
 		fail=1
 	fi
 }
+# all_found TOOL...: every one on PATH (command -v with several names
+# succeeds if any one is found).
+all_found() {
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null || return 1
+	done
+}
+
 kernelshark_open() { # NAME
 	local ks=$out/kernelshark run=() shot
 	local tools=(kernelshark xvfb-run xauth xwd xwininfo)
-	if ! command -v "${tools[@]}" >/dev/null && [ "$(id -u)" = 0 ]; then
+	if ! all_found "${tools[@]}" && [ "$(id -u)" = 0 ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 			kernelshark xvfb xauth x11-apps x11-utils >"$out/apt.log" 2>&1 ||
 			tail -n 5 "$out/apt.log" | sed 's/^/# /'
 	fi
-	if ! command -v "${tools[@]}" >/dev/null; then
+	if ! all_found "${tools[@]}"; then
 		echo "ok $n tracecmd-kernelshark # SKIP no ${tools[*]}" \
 			"(apt-get install kernelshark xvfb xauth x11-apps x11-utils)"
 		return
