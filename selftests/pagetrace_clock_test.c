@@ -241,9 +241,11 @@ static void check_times(struct __test_metadata *_metadata,
 		if (e->type != PGTRACE_EV_ALLOC || e->pfn != pfn || e->npages != np)
 			continue;
 		if (e->time_ns + SLACK_NS + t.clock_error_ns >= t0 &&
-		    e->time_ns <= t1 + t.clock_error_ns)
+		    e->time_ns <= t1 + t.clock_error_ns) {
+			TH_LOG("pfn %" PRIu64 " allocated at %" PRIu64 ", in the window",
+			       pfn, e->time_ns);
 			found++;
-		else
+		} else
 			TH_LOG("pfn %" PRIu64 " allocated at %" PRIu64
 			       ", %+" PRId64 " ns from the window", pfn,
 			       e->time_ns, e->time_ns < t0 ?
@@ -251,7 +253,15 @@ static void check_times(struct __test_metadata *_metadata,
 			       (int64_t)(e->time_ns - t1));
 	}
 	pt_st_trace_free(&t);
-	ASSERT_EQ(1, found);
+	ASSERT_LE(1, found);
+	/*
+	 * The page, freed right after, is often the next one allocated on
+	 * this CPU: only a clock too coarse to tell the two apart (the
+	 * window one tick: seen on the debug kernel, t0 == t1) puts both in
+	 * the window.
+	 */
+	if (found > 1)
+		EXPECT_EQ(t0, t1);
 }
 
 TEST_F(clock, times_are_local_clock_auto)
