@@ -53,22 +53,8 @@ mkdir -p "$TMP"
 
 echo "TAP version 13"
 echo "1..9"
-n=0
-failed=0
-result() {
-	n=$((n + 1))
-	if [ -s "$TMP/diag" ]; then
-		sed 's/^/# /' "$TMP/diag"
-		echo "not ok $n $1"
-		failed=1
-	else
-		echo "ok $n $1"
-	fi
-	: >"$TMP/diag"
-}
-skip() { n=$((n + 1)); echo "ok $n $1 # SKIP $2"; }
-diag() { echo "$*" >>"$TMP/diag"; }
-: >"$TMP/diag"
+# shellcheck source=scripts/test/tap-results.sh
+. "$ROOT/scripts/test/tap-results.sh"
 
 # ------------------------------------------------------------ dkms-signer
 # The layout sign-file appends (include/linux/module_signature.h): the

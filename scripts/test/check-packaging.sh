@@ -50,25 +50,8 @@ trap 'rm -rf "$TMP"' EXIT
 
 echo "TAP version 13"
 echo "1..10"
-n=0
-failed=0
-
-# result NAME: ok if no diagnostics were written to $TMP/diag, else not ok
-# with them.  skip NAME REASON.
-result() {
-	n=$((n + 1))
-	if [ -s "$TMP/diag" ]; then
-		sed 's/^/# /' "$TMP/diag"
-		echo "not ok $n $1"
-		failed=1
-	else
-		echo "ok $n $1"
-	fi
-	: >"$TMP/diag"
-}
-skip() { n=$((n + 1)); echo "ok $n $1 # SKIP $2"; }
-diag() { echo "$*" >>"$TMP/diag"; }
-: >"$TMP/diag"
+# shellcheck source=scripts/test/tap-results.sh
+. "$ROOT/scripts/test/tap-results.sh"
 
 # ---------------------------------------------------------------- version
 ver=$(cat VERSION 2>/dev/null)
