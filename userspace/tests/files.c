@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "files.h"
@@ -30,4 +33,30 @@ const char *slurp(const char *dir, const char *name)
 
 	slurp_into(dir, name, b, sizeof(buf[0]));
 	return b;
+}
+
+static int exit_code(int st)
+{
+	if (st < 0)
+		return 127;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int run_in(const char *dir, const char *bin, const char *args)
+{
+	char cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "cd %s && %s %s >out 2>err", dir, bin, args);
+	return exit_code(system(cmd));
+}
+
+int sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return exit_code(system(cmd));
 }

@@ -24,12 +24,7 @@ static void write_file(const char *path, const void *buf, size_t len)
 /* Run "pagetrace ARGS" in dir with stdout/stderr to files; its exit code. */
 static int run(const char *args)
 {
-	char cmd[1024];
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "cd %s && %s %s >out 2>err", dir, bin, args);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return run_in(dir, bin, args);
 }
 
 static void small_trace(struct synth *s)

@@ -18,21 +18,8 @@
 static char dir[64];
 static char bin[512];
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* pagetrace ARGS in dir, stdout to out, stderr to err; its exit status. */
-#define RUN(args) sh("cd %s && %s %s >out 2>err", dir, bin, args)
+#define RUN(args) run_in(dir, bin, args)
 /* python3 PROGRAM on file F in dir, stdout to py. */
 #define PY(prog, f) sh("cd %s && python3 -c '%s' %s >py 2>&1", dir, prog, f)
 

@@ -34,20 +34,7 @@ static const struct {
 #define NR_TASKS	(sizeof(tasks) / sizeof(tasks[0]))
 #define NR_CPUS		4
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-#define RUN(args) sh("cd %s && %s %s >out 2>err", dir, bin, args)
+#define RUN(args) run_in(dir, bin, args)
 
 /*
  * A snapshot, then allocations by every task (task i more often than

@@ -362,13 +362,8 @@ static char dir[64];
 static int run(const char *args)
 {
 	const char *env = getenv("PAGETRACE");
-	char cmd[1024];
-	int st;
 
-	snprintf(cmd, sizeof(cmd), "cd %s && %s %s >out 2>err", dir,
-		 env ? env : PAGETRACE_BIN, args);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return run_in(dir, env ? env : PAGETRACE_BIN, args);
 }
 
 static void write_trace(struct __test_metadata *_metadata, const char *name,

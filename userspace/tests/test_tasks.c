@@ -217,14 +217,10 @@ TEST(names_bounded)
 static int run_cli(const char *dir, const char *args, char *out, size_t len)
 {
 	const char *env = getenv("PAGETRACE");
-	char cmd[1024];
-	int st;
+	int ret = run_in(dir, env ? env : PAGETRACE_BIN, args);
 
-	snprintf(cmd, sizeof(cmd), "cd %s && %s %s >out 2>err", dir,
-		 env ? env : PAGETRACE_BIN, args);
-	st = system(cmd);
 	slurp_into(dir, "out", out, len);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return ret;
 }
 
 TEST(stats_by_task)

@@ -21,12 +21,7 @@ static char bin[512];
 /* Run "pagetrace ARGS" in dir with stdout/stderr to files; its exit code. */
 static int run(const char *args)
 {
-	char cmd[1024];
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "cd %s && %s %s >out 2>err", dir, bin, args);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return run_in(dir, bin, args);
 }
 
 static void write_file(const char *name, const void *buf, size_t len)
