@@ -105,6 +105,12 @@ int pt_st_collect(int dev, struct pt_st_trace *t)
 	}
 	if (!t->ev)
 		ret = -ENOMEM;
+	if (ret >= 0) {
+		const struct pgtrace_kernel_counters *kc =
+			pgtrace_reader_kernel_counters(r, PGTRACE_KERNEL_COUNTERS_START);
+
+		t->snap_end_ns = kc ? kc->time_ns : 0;
+	}
 	if (ret < 0)
 		snprintf(t->err, sizeof(t->err), "decode: %s",
 			 r ? pgtrace_reader_error(r) : strerror(-ret));
