@@ -699,6 +699,14 @@ static void ti_notes(const struct ti_state *s, const char *path)
 	ti_note(told, "a trace-cmd data file of %" PRIu64 " kmem page events (%" PRIu64
 		" mm_page_alloc, %" PRIu64 " mm_page_free, %" PRIu64 " mm_page_free_batched)",
 		events, s->seen[TI_ALLOC], s->seen[TI_FREE], s->seen[TI_FREE_BATCHED]);
+	if (!s->seen[TI_ALLOC])
+		ti_note(told, "no mm_page_alloc events: allocations were not recorded "
+			"(trace-cmd record -e kmem:mm_page_alloc), every free is of a page "
+			"not known allocated");
+	if (!s->seen[TI_FREE] && !s->seen[TI_FREE_BATCHED])
+		ti_note(told, "no mm_page_free events: frees were not recorded "
+			"(trace-cmd record -e kmem:mm_page_free), every page allocated stays "
+			"in use");
 	if (s->seen[TI_FREE_BATCHED] && s->k[TI_FREE].id >= 0)
 		ti_note(told, "%" PRIu64 " mm_page_free_batched not counted: the kernel reports "
 			"each of those frees as mm_page_free too", s->seen[TI_FREE_BATCHED]);

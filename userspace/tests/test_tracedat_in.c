@@ -147,6 +147,42 @@ TEST_F(tracedat_in, no_kmem_events)
 	}
 }
 
+/* A file of one kind only says which kind was not recorded. */
+TEST_F(tracedat_in, one_kind_missing)
+{
+	struct synth s;
+
+	if (!self->have_lib)
+		SKIP(return, "pagetrace built without libtracecmd");
+	synth_init(&s, 1, 4096, 0);
+	synth_event(&s, 0, SEC, PAGETRACE_EV_FREE, 0x100, 1);
+	synth_flush_all(&s);
+	write_file("frees.pt", s.buf, s.len);
+	synth_free(&s);
+	synth_init(&s, 1, 4096, 0);
+	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 0x100, 1);
+	synth_flush_all(&s);
+	write_file("allocs.pt", s.buf, s.len);
+	synth_free(&s);
+
+	ASSERT_EQ(0, run("convert --to trace-cmd -o frees.dat frees.pt"));
+	ASSERT_EQ(0, run("stats frees.dat"));
+	EXPECT_TRUE(strstr(slurp(dir, "err"), "no mm_page_alloc events") != NULL) {
+		TH_LOG("%s", slurp(dir, "err"));
+	}
+	EXPECT_TRUE(strstr(slurp(dir, "err"), "no mm_page_free events") == NULL);
+
+	ASSERT_EQ(0, run("convert --to trace-cmd -o allocs.dat allocs.pt"));
+	ASSERT_EQ(0, run("stats allocs.dat"));
+	EXPECT_TRUE(strstr(slurp(dir, "err"), "no mm_page_free events") != NULL) {
+		TH_LOG("%s", slurp(dir, "err"));
+	}
+	EXPECT_TRUE(strstr(slurp(dir, "err"), "no mm_page_alloc events") == NULL);
+	/* Both kinds present: neither note. */
+	ASSERT_EQ(0, run("stats ok.dat"));
+	EXPECT_TRUE(strstr(slurp(dir, "err"), "were not recorded") == NULL);
+}
+
 /*
  * A file with kmem:mm_page_free_batched, which `pagetrace convert` cannot
  * write: its pagetrace:page_reclaim event renamed kmem:mm_page_free_batched
