@@ -14,6 +14,11 @@
  *   pt_work rusage OUT -- CMD   run CMD, pass SIGINT/SIGTERM on to it, and
  *                               when it ends write "user_s sys_s status" of
  *                               it and its waited-for descendants to OUT.
+ *   pt_work sessions DEV N      N times open DEV (/dev/pagetrace: a session
+ *                               starts, and records before open() returns)
+ *                               and close it (the session stops): prints
+ *                               "start_ms=MEDIAN,MIN,MAX stop_ms=..." of
+ *                               the open() and close() calls.
  *   pt_work ftrace-raw DIR OUT  a minimal ftrace reader: one process per CPU
  *                               splices DIR/per_cpu/cpuN/trace_pipe_raw to
  *                               OUT.N (whole pages, as trace-cmd does) until
@@ -312,8 +317,53 @@ static int run_ftrace_raw(const char *dir, const char *prefix)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "median,min,max" of @n durations in seconds, as ms. */
+static void print_ms(const char *name, double *t, int n)
+{
+	qsort(t, n, sizeof(*t), cmp_double);
+	printf("%s=%.1f,%.1f,%.1f", name, t[n / 2] * 1e3, t[0] * 1e3, t[n - 1] * 1e3);
+}
+
+static int run_sessions(const char *dev, int n)
+{
+	double start[256], stop[256];
+	int i;
+
+	if (n < 1 || n > 256) {
+		fprintf(stderr, "pt_work sessions: N is 1 to 256\n");
+		return 2;
+	}
+	for (i = 0; i < n; i++) {
+		double t0 = now(), t1, t2;
+		int fd = open(dev, O_RDONLY | O_CLOEXEC);
+
+		t1 = now();
+		if (fd < 0)
+			die(dev);
+		if (close(fd))
+			die("close");
+		t2 = now();
+		start[i] = t1 - t0;
+		stop[i] = t2 - t1;
+	}
+	print_ms("start_ms", start, n);
+	putchar(' ');
+	print_ms("stop_ms", stop, n);
+	putchar('\n');
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "sessions"))
+		return run_sessions(argv[2], atoi(argv[3]));
 	if (argc >= 2 && !strcmp(argv[1], "rusage"))
 		return run_rusage(argc, argv);
 	if (argc == 4 && !strcmp(argv[1], "ftrace-raw"))
@@ -321,6 +371,7 @@ int main(int argc, char **argv)
 	if (argc >= 3)
 		return run_workers(argc, argv);
 	fprintf(stderr, "usage: pt_work mmap MIB ITERS | fork ITERS | read FILE ITERS |\n"
-		"               rusage OUT -- CMD [ARGS] | ftrace-raw TRACEFS OUT\n");
+		"               rusage OUT -- CMD [ARGS] | ftrace-raw TRACEFS OUT |\n"
+		"               sessions DEV N\n");
 	return 2;
 }

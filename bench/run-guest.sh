@@ -252,7 +252,25 @@ while [ $round -le $RUNS ]; do
 	done
 	round=$((round + 1))
 done
-grep -q '^pagetrace ' /proc/modules && rmmod pagetrace
+# Session start and stop per backend: SESSIONS open()/close() cycles of
+# /dev/pagetrace with the default options (snapshot on), idle machine.
+# With -icount the times are the guest's clock, grace periods included.
+grep -q '^pagetrace ' /proc/modules || insmod $H/pagetrace.ko
+if grep -q '^pagetrace ' /proc/modules; then
+	echo 0 >$PARAMS/stack_rate
+	for f in nodes orders cgroup types; do echo >$PARAMS/filter_$f; done
+	for b in tracepoint kprobe; do
+		if echo $b >$PARAMS/hook 2>/dev/null; then
+			res=$($H/pt_work sessions /dev/pagetrace ${SESSIONS:-10}) || res="error=1"
+		else
+			res="unavailable=1"
+		fi
+		log "sessions hook=$b $res"
+		echo "sessions=1 hook=$b $res" >>$OUT
+	done
+	echo auto >$PARAMS/hook
+	rmmod pagetrace
+fi
 rmmod pt_bench
 dmesg | grep -iE 'BUG|WARNING|Oops|lost' | head -n 20
 exit 0

@@ -45,18 +45,20 @@ def num(v):
 
 
 def parse(path):
-    runs, unavailable = [], {}
+    runs, unavailable, sessions = [], {}, {}
     for line in open(path):
         kv = {}
         for tok in shlex.split(line):
             if "=" in tok:
                 k, v = tok.split("=", 1)
                 kv[k] = v
-        if "unavailable" in kv:
+        if "sessions" in kv:
+            sessions[kv["hook"]] = kv
+        elif "unavailable" in kv:
             unavailable[kv["contender"]] = kv["unavailable"]
         elif "workload" in kv:
             runs.append(kv)
-    return runs, unavailable
+    return runs, unavailable, sessions
 
 
 def stats(xs):
@@ -144,7 +146,29 @@ def spread(ws):
     return f"{100 * (n['max'] - n['min']) / n['median']:.0f}%" if n and n["median"] else "?"
 
 
-def markdown(summary, unavailable, meta):
+def sessions_table(sessions):
+    """Session start (open) and stop (close) per backend, in the guest's ms."""
+    if not sessions:
+        return []
+    L = ["", "## Session start and stop", "",
+         "`pt_work sessions /dev/pagetrace N` per backend after the runs, default "
+         "options (snapshot on), idle: open() returns once the probes are attached, "
+         "the memory map walked and in-flight allocations waited for; close() once "
+         "the probes are detached.  Median (min–max) ms of the guest's clock.", "",
+         "| backend | start ms | stop ms |", "|---|---:|---:|"]
+    for hook, kv in sessions.items():
+        def cell(k):
+            v = kv.get(k, "").split(",")
+            return f"{v[0]} ({v[1]}–{v[2]})" if len(v) == 3 else "–"
+        if "unavailable" in kv or "error" in kv:
+            L.append(f"| {hook} | – | – |")
+        else:
+            L.append(f"| {hook} | {cell('start_ms')} | {cell('stop_ms')} |")
+    L += ["", "Goal (the performance issue): the default backend's start under 200 ms."]
+    return L
+
+
+def markdown(summary, unavailable, meta, sessions=None):
     L = [f"# pagetrace overhead: {meta['kernel']}", ""]
     if meta.get("command"):
         L += [f"Made by `{meta['command']}`.", ""]
@@ -214,6 +238,7 @@ def markdown(summary, unavailable, meta):
           "≤ 8.3 B/event; 0 lost; no cost when loaded without a session.  Empty kprobes: "
           "pt_bench's kprobes with empty handlers where the kprobe backend hooks, "
           "the kprobe core's own cost.", ""]
+    L += sessions_table(sessions)
     return "\n".join(L)
 
 
@@ -254,14 +279,14 @@ def main():
     ap.add_argument("--md")
     ap.add_argument("--json")
     a = ap.parse_args()
-    runs, unavailable = parse(a.results)
+    runs, unavailable, sessions = parse(a.results)
     if not runs:
         sys.exit(f"bench-report: no runs in {a.results}")
     meta = {"kernel": a.kernel, "setup": a.setup, "command": a.command,
             "date": datetime.date.today().isoformat(),
             "runs": max(int(r["run"]) for r in runs)}
     summary = summarize(runs)
-    md = markdown(summary, unavailable, meta)
+    md = markdown(summary, unavailable, meta, sessions)
     if a.md:
         open(a.md, "w").write(md)
     else:
@@ -269,7 +294,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump({**meta, "unavailable": unavailable, "summary": summary,
-                       "runs": runs}, f, indent=1)
+                       "sessions": sessions, "runs": runs}, f, indent=1)
             f.write("\n")
 
 
