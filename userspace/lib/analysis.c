@@ -119,7 +119,8 @@ static int arrive_run(struct pgtrace_analysis *a, uint32_t cpu, uint16_t chunk_f
 	}
 	/* The state at the start: seeds the map, outside the time line. */
 	if (snap)
-		return pgtrace_apply_snapshot(a, evs, full, n);
+		return m->pipe ? pgtrace_pipe_put(a, PIPE_SNAPSHOT, evs, n) :
+				 pgtrace_apply_snapshot(a, evs, full, n);
 	q = pgtrace_get_queue(m, cpu);
 	if (!q)
 		return -ENOMEM;
@@ -374,6 +375,12 @@ int pgtrace_analysis_collect(struct pgtrace_reader *r, struct pgtrace_analysis *
 	if (ret)
 		return ret;
 	m = a->priv;
+	/* Hooks see the state as each event is applied: on this thread, then. */
+	if (m->p.threads > 1 && m->bin_early) {
+		ret = pgtrace_pipe_start(a);
+		if (ret)
+			return ret;
+	}
 	pgtrace_reader_set_chunk_cb(r, on_chunk, a);
 	if (m->want_full) {
 		while ((ret = pgtrace_reader_next_batch(r, m->batch, RUN)) > 0) {
@@ -398,6 +405,10 @@ int pgtrace_analysis_collect(struct pgtrace_reader *r, struct pgtrace_analysis *
 	/* No event came after the kernel's start counters. */
 	if (m->mark_pending)
 		pgtrace_an_mark(a);
+	/* All applied: the figures of both threads are in. */
+	ret2 = pgtrace_pipe_finish(a);
+	if (!ret)
+		ret = ret2;
 	pgtrace_reader_set_chunk_cb(r, NULL, NULL);
 	pgtrace_life_total(a);
 	if (a->stats.nr_cpus > pgtrace_reader_header(r)->nr_cpus)
@@ -412,6 +423,8 @@ void pgtrace_analysis_free(struct pgtrace_analysis *a)
 {
 	struct pgtrace_analysis_priv *m = a->priv;
 
+	if (m)
+		pgtrace_pipe_finish(a);	/* the thread uses what is freed below */
 	pgtrace_stats_free(&a->stats);
 	free(a->zones);
 	free(a->zone_stats);

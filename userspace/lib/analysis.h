@@ -16,6 +16,10 @@
  *       v
  *   blocks.c     the block map: flat over the zones' PFNs, hashed outside
  *
+ * With a second thread (pipe.c), what apply.c would apply on the reading
+ * thread goes, in the same order, to the other thread, which applies it
+ * there: the one call up, from pipe.c's thread into apply.c.
+ *
  * analysis.c also calls apply.c directly (snapshot and unordered runs, the
  * lifetime total, the zone of a PFN).
  */
@@ -195,6 +199,8 @@ struct cursor {
 /* A leaf's key in the merge, time and leaf: see wide_key() in merge.c. */
 typedef unsigned __int128 tkey;
 
+struct pgtrace_pipe;
+
 struct pgtrace_analysis_priv {
 	struct pgtrace_analysis_params p;
 	/*
@@ -252,6 +258,8 @@ struct pgtrace_analysis_priv {
 	 */
 	uint64_t	snap_end_ns;
 	int		err;		/* from a hook */
+	/* With a second thread: what would be applied goes to it (pipe.c). */
+	struct pgtrace_pipe *pipe;
 	/* The rate bin last used, [bin_lo, bin_hi); empty at first. */
 	unsigned int	bin_idx;
 	uint64_t	bin_lo, bin_hi;
@@ -429,6 +437,22 @@ unsigned int pgtrace_an_apply(struct pgtrace_analysis *a, const struct pgtrace_c
 			      const struct pgtrace_event *full, unsigned int upto, unsigned int n,
 			      int *ret);
 int pgtrace_process_out(struct pgtrace_analysis *a, bool keep);
+int pgtrace_apply_merged(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
+			 unsigned int n);
+void pgtrace_mark_zones(struct pgtrace_analysis *a);
+
+/* pipe.c: the applying thread (with pgtrace_analysis_params.threads > 1). */
+enum pipe_kind {
+	PIPE_MERGED,		/* events in time order: pgtrace_apply_merged() */
+	PIPE_SNAPSHOT,		/* a snapshot run: pgtrace_apply_snapshot() */
+	PIPE_MARK,		/* the kernel's start counters: pgtrace_mark_zones() */
+	PIPE_END,
+};
+int pgtrace_pipe_start(struct pgtrace_analysis *a);
+int pgtrace_pipe_put(struct pgtrace_analysis *a, unsigned int kind,
+		     const struct pgtrace_compact_event *ev, unsigned int n);
+int pgtrace_pipe_mark(struct pgtrace_analysis *a);
+int pgtrace_pipe_finish(struct pgtrace_analysis *a);
 
 /* merge.c: time order. */
 struct queue *pgtrace_get_queue(struct pgtrace_analysis_priv *m, uint32_t cpu);

@@ -705,14 +705,50 @@ static unsigned int an_apply_run(struct pgtrace_analysis *a, const struct pgtrac
 	return i;
 }
 
+/*
+ * Apply merged events @ev[0, @n), on whichever thread applies: 0 or an
+ * error.  Each prefetches for the events after it in @ev only.
+ */
+int pgtrace_apply_merged(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
+			 unsigned int n)
+{
+	int ret;
+
+	an_apply_run(a, ev, NULL, n, n, &ret);
+	return ret;
+}
+
 /* Take every zone's pages in use as those at the kernel's start counters. */
-void pgtrace_an_mark(struct pgtrace_analysis *a)
+void pgtrace_mark_zones(struct pgtrace_analysis *a)
 {
 	for (unsigned int i = 0; i <= a->nr_zones; i++)
 		a->zone_stats[i].in_use_at_counters = a->zone_stats[i].in_use;
 	a->other_zone.in_use_at_counters = a->other_zone.in_use;
 	a->counters_marked = 1;
-	a->priv->mark_pending = false;
+}
+
+/* The mark, here or (pipe.c) where the events are applied, in their order. */
+void pgtrace_an_mark(struct pgtrace_analysis *a)
+{
+	struct pgtrace_analysis_priv *m = a->priv;
+
+	m->mark_pending = false;
+	if (m->pipe)
+		pgtrace_pipe_mark(a);	/* an error shows at the next hand-over */
+	else
+		pgtrace_mark_zones(a);
+}
+
+/* an_apply_run(), or with a second thread its events handed to it. */
+static unsigned int an_hand_run(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
+				const struct pgtrace_event *full, unsigned int upto,
+				unsigned int n, int *ret)
+{
+	if (a->priv->pipe) {
+		*ret = pgtrace_pipe_put(a, PIPE_MERGED, ev, upto);
+		return upto;
+	}
+	return an_apply_run(a, ev, full, upto, n, ret);
 }
 
 unsigned int pgtrace_an_apply(struct pgtrace_analysis *a, const struct pgtrace_compact_event *ev,
@@ -728,14 +764,14 @@ unsigned int pgtrace_an_apply(struct pgtrace_analysis *a, const struct pgtrace_c
 	 * test per batch, not per event.
 	 */
 	if (!m->mark_pending || !upto || ev[upto - 1].time_ns <= m->mark_ns)
-		return an_apply_run(a, ev, full, upto, n, ret);
+		return an_hand_run(a, ev, full, upto, n, ret);
 	while (ev[k].time_ns <= m->mark_ns)
 		k++;
-	done = k ? an_apply_run(a, ev, full, k, n, ret) : (*ret = 0);
+	done = k ? an_hand_run(a, ev, full, k, n, ret) : (*ret = 0);
 	if (*ret || done < k)
 		return done;
 	pgtrace_an_mark(a);
-	return k + an_apply_run(a, ev + k, full ? full + k : NULL, upto - k, n - k, ret);
+	return k + an_hand_run(a, ev + k, full ? full + k : NULL, upto - k, n - k, ret);
 }
 
 /*

@@ -4,7 +4,7 @@
  *
  *   reclaim.c             who allocated what reclaim took: an analysis hook
  *   analysis.c, stats.c   what the tools ask for, over a reader
- *     (analysis.c over merge.c, apply.c, blocks.c: see analysis.h)
+ *     (analysis.c over merge.c, apply.c, blocks.c, pipe.c: see analysis.h)
  *   header.c, reader.c    opening a stream, decoding its chunks
  *   go.c, stacks.c, names.c   the Go format, stack and symbol records, names
  *   input.c               the input buffer and the first error

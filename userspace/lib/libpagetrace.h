@@ -628,6 +628,11 @@ struct pgtrace_analysis;
  *	    is the allocation's
  * @arg: passed to both
  * @flags: PGTRACE_ANALYSIS_*
+ * @threads: 0 or 1: all on the calling thread; 2 or more: the events are
+ *	     applied to the block map on a second thread while the calling
+ *	     one decodes and orders them (no more than two are used).  The
+ *	     result is the same to the byte.  Ignored with a hook or
+ *	     PGTRACE_ANALYSIS_UNORDERED: one thread then.
  */
 struct pgtrace_analysis_params {
 	uint64_t	hold_ns;
@@ -638,6 +643,7 @@ struct pgtrace_analysis_params {
 				  int sign, unsigned int order, void *arg);
 	void		*arg;
 	unsigned int	flags;
+	unsigned int	threads;
 };
 
 /*
