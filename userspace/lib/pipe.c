@@ -28,7 +28,11 @@
 #include <stdlib.h>
 #include "analysis.h"
 
-/* Events in a block, and blocks in the ring: 96 KiB and 768 KiB. */
+/*
+ * Events in a block, and blocks in the ring: 96 KiB and 1.5 MiB, room for
+ * the bursts of a release (up to 32K events at once) while the other side
+ * goes on.
+ */
 #define PIPE_EVENTS	4096
 #define PIPE_BLOCKS	16
 /*
