@@ -85,13 +85,16 @@
  * {"events", "pages", "traced", "snapshot", "unknown", "lifetime",
  * "by_task", "by_stack", "stack_rate"} (see cmd/reclaim.c).
  */
+#define _GNU_SOURCE	/* sched_getaffinity() */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -103,7 +106,8 @@
 
 static void stats_usage(FILE *f)
 {
-	fprintf(f, "usage: pagetrace stats [--json] [--go] [--quick] [--by task] [--reclaim[=list]] FILE\n"
+	fprintf(f, "usage: pagetrace stats [--json] [--go] [--quick] [--by task] [--reclaim[=list]]\n"
+		   "                       [--threads N] FILE\n"
 		   "  -j, --json   one JSON object (keys documented in cmd/stats.c)\n"
 		   "  -b, --by task  per process: events and pages allocated, freed,\n"
 		   "               reclaimed, and pages still allocated at the end\n"
@@ -112,7 +116,10 @@ static void stats_usage(FILE *f)
 		   "               cmd/reclaim.c); --reclaim=list also each reclaim\n"
 		   "  -g, --go     FILE is a Go runtime page trace (GODEBUG=pagetrace)\n"
 		   "  -q, --quick  only what needs no time order, about 3 times faster:\n"
-		   "               no lifetimes, pages in use, peak or unmatched frees\n");
+		   "               no lifetimes, pages in use, peak or unmatched frees\n"
+		   "  -T, --threads N  threads for the full analysis (default: the CPUs\n"
+		   "               it may run on); 2 at most are used, and the output\n"
+		   "               is the same with any N\n");
 }
 
 static const char *const type_keys[] = { NULL, "alloc", "free", "reclaim" };
@@ -556,6 +563,23 @@ static void mapped_trace_shrank(int sig)
 	_exit(1);
 }
 
+/*
+ * Threads for the analysis by default: the CPUs online, or fewer if this
+ * process may run on fewer (taskset): two threads on one CPU take turns
+ * and lose time handing the events over.
+ */
+static unsigned int default_threads(void)
+{
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+
+	if (online < 1)
+		online = 1;
+	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) < online)
+		online = CPU_COUNT(&set);
+	return online > 64 ? 64 : (unsigned int)online;
+}
+
 static struct pgtrace_reader *open_stats_trace(const char *path, unsigned int flags, int *fd,
 					  void **map, size_t *map_len)
 {
@@ -621,6 +645,7 @@ int cmd_stats(int argc, char **argv)
 		{ "quick", no_argument, NULL, 'q' },
 		{ "by", required_argument, NULL, 'b' },
 		{ "reclaim", optional_argument, NULL, 'r' },
+		{ "threads", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -632,10 +657,21 @@ int cmd_stats(int argc, char **argv)
 	void *map;
 	bool json = false, by_task = false, reclaim = false, reclaim_list = false;
 	const char *path;
+	char *end;
 	int c, fd, ret;
 
-	while ((c = getopt_long(argc, argv, "jgqb:rh", opts, NULL)) != -1) {
+	ap.threads = default_threads();
+	while ((c = getopt_long(argc, argv, "jgqb:rT:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'T':
+			errno = 0;
+			ap.threads = (unsigned int)strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || !ap.threads || optarg[0] == '-') {
+				fprintf(stderr, "pagetrace: stats: --threads %s: not a number of threads\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'j':
 			json = true;
 			break;
