@@ -76,6 +76,13 @@ void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_
 	init_header(s, nr_cpus, chunk_size, flags, zones, nr_zones, 0);
 }
 
+void synth_init_zones_counted(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+			      unsigned int flags, const struct pgtrace_zone *zones,
+			      unsigned int nr_zones, uint64_t counters_ns)
+{
+	init_header(s, nr_cpus, chunk_size, flags, zones, nr_zones, counters_ns);
+}
+
 static void init_header(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 			unsigned int flags, const struct pgtrace_zone *zones,
 			unsigned int nr_zones, uint64_t counters_ns)

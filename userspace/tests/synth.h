@@ -63,6 +63,10 @@ void synth_init_counted(struct synth *s, unsigned int nr_cpus, unsigned int chun
 			unsigned int flags, uint64_t counters_ns);
 void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		      unsigned int flags, const struct pgtrace_zone *zones, unsigned int nr_zones);
+/* Both: these zones, and the start counters (of the first zone) at @counters_ns. */
+void synth_init_zones_counted(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+			      unsigned int flags, const struct pgtrace_zone *zones,
+			      unsigned int nr_zones, uint64_t counters_ns);
 void synth_free(struct synth *s);
 
 /* t is clamped up to the CPU's last time, as a writer must. */
