@@ -32,7 +32,7 @@
 #define RUN			256
 #define OUT			512
 /* Events ahead whose block slot is prefetched: the map misses the cache. */
-#define PREFETCH_AHEAD		32
+#define PREFETCH_AHEAD		64
 /*
  * The flat map: one cell per PFN in leaves of LEAF_PFNS, made when first
  * written.  Leaves start at multiples of LEAF_PFNS, so a naturally aligned
