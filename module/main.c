@@ -44,6 +44,7 @@ static void __exit pt_exit(void)
 {
 	/* The open file pins the module, so no session is left here. */
 	pt_device_unregister();
+	pt_sessions_exit();
 	pt_clock_exit();
 	pt_mem_guard_exit();
 }

@@ -6,10 +6,12 @@
  * only while a session runs, so a loaded but idle module costs the
  * allocator nothing.
  */
+#include <linux/completion.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/rcupdate.h>
+#include <linux/refcount.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
@@ -135,6 +137,59 @@ static void pt_flush_work_fn(struct work_struct *work)
 	pt_flush_work_arm(sess);
 }
 
+/*
+ * A Tasks RCU grace period the opener can give up on with a fatal signal:
+ * a task that neither blocks nor returns to user space (a kthread looping
+ * on cond_resched()) holds it back, and open() holds the misc device lock
+ * meanwhile.  The callback may run after the opener has gone: the wait's
+ * state is freed by whichever of the two is last, and pt_sessions_exit()
+ * waits for callbacks still queued before the module's text goes.
+ */
+struct pt_tasks_wait {
+	struct rcu_head		rh;
+	struct completion	done;
+	refcount_t		users;
+};
+
+static void pt_tasks_wait_done(struct rcu_head *rh)
+{
+	struct pt_tasks_wait *w = container_of(rh, struct pt_tasks_wait, rh);
+
+	complete(&w->done);
+	if (refcount_dec_and_test(&w->users))
+		kfree(w);
+}
+
+static int pt_wait_tasks_killable(void)
+{
+	struct pt_tasks_wait *w = kmalloc(sizeof(*w), GFP_KERNEL);
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	init_completion(&w->done);
+	refcount_set(&w->users, 2);
+	call_rcu_tasks(&w->rh, pt_tasks_wait_done);
+	ret = wait_for_completion_killable(&w->done);
+	if (refcount_dec_and_test(&w->users))
+		kfree(w);
+	return ret;
+}
+
+/**
+ * pt_sessions_exit - wait for what sessions left queued, at module exit
+ *
+ * A start given up on leaves its grace period's callback queued.  Without
+ * CONFIG_TASKS_RCU, call_rcu_tasks() is call_rcu().
+ */
+void pt_sessions_exit(void)
+{
+	if (IS_ENABLED(CONFIG_TASKS_RCU))
+		rcu_barrier_tasks();
+	else
+		rcu_barrier();
+}
+
 /**
  * pt_session_start - set up buffers, header and probes for a new session
  * @out: the session, on success
@@ -229,20 +284,20 @@ int pt_session_start(struct pt_session **out)
 		if (ret)
 			goto clear_writers;
 		/*
-		 * An allocation takes its page (count 1) before its event
-		 * fires, and where the kernel preempts (PREEMPT_RT, or
-		 * preempt=full) a task can be switched out in between for
-		 * as long as the walk takes: the walk lists the page in use,
-		 * and its allocation comes after the start's counters, an
-		 * allocation of an allocated block to the analysis (seen on
-		 * 5.10-rt in 3 of 5 runs: the first event of a CPU after
-		 * the walk).  A Tasks RCU grace period ends once every task
-		 * has switched out of its own will, gone to user space or
-		 * idled, so after it each allocation in flight during the
-		 * walk has fired its event, before the counters below mark
-		 * where the snapshot's tolerance ends.
+		 * An allocation takes its page off the free lists before its
+		 * event fires.  A task preempted in between, across the
+		 * walk's end, would have its page listed by the walk and its
+		 * event after the start counters: an allocation of an
+		 * allocated block to the analysis.  A Tasks RCU grace period
+		 * ends once every task runnable at its start has blocked or
+		 * run in user space, so a task preempted there has fired its
+		 * event by then.  A task that sleeps in that window (memcg
+		 * charging, a contended lock on PREEMPT_RT) is not waited
+		 * for: see design.rst.
 		 */
-		synchronize_rcu_tasks();
+		ret = pt_wait_tasks_killable();
+		if (ret)
+			goto free_snapshot;
 	}
 	/* The kernel's count as the trace's own starts: snapshot + events. */
 	pt_header_set_counters(sess);
@@ -250,6 +305,8 @@ int pt_session_start(struct pt_session **out)
 	*out = sess;
 	return 0;
 
+free_snapshot:
+	pt_snapshot_free(sess);
 clear_writers:
 	WRITE_ONCE(pt_recording, false);
 	pt_writers_clear();

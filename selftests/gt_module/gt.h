@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * pagetrace_gt: what its parts share.  gt_main.c runs an operation and
- * keeps its report; the operations (gt_alloc.c, gt_context.c) write it
+ * keeps its report; the operations (gt_alloc.c, gt_context.c, gt_spin.c) write it
  * with gt_event() for each block they allocated or freed, with the
  * local_clock() window [t0, t1] around the call (GT_TIMED()), or with
  * gt_skip() for why they could not.  The report's format is in gt_main.c.
@@ -60,5 +60,10 @@ void gt_reenter_kprobe(const char *op);
 void gt_ipmodify_on(const char *op);
 void gt_ipmodify_off(const char *op);
 void gt_ipmodify_exit(void);
+
+/* A kernel thread that holds Tasks RCU grace periods back (gt_spin.c): */
+void gt_spin_on(const char *op);
+void gt_spin_off(const char *op);
+void gt_spin_exit(void);
 
 #endif /* PAGETRACE_GT_H */

@@ -26,8 +26,9 @@
  * operations; gt_alloc.c the allocator's entry points, one block of known
  * fate each; gt_context.c the allocations in odd contexts (interrupts,
  * the lock-free allocator, inside pagetrace's own event writer) and
- * another ftrace user on the allocator (ipmodify_*).  gt.h is what they
- * share.
+ * another ftrace user on the allocator (ipmodify_*); gt_spin.c a kernel
+ * thread that holds Tasks RCU grace periods back (spin_*).  gt.h is what
+ * they share.
  *
  * The module builds on every kernel from 5.10 to 7.x.  Where a call we
  * make came, went or was renamed, the Kbuild asks the headers for it
@@ -106,6 +107,8 @@ static const struct gt_op {
 	{ "reenter_kprobe",	gt_reenter_kprobe },
 	{ "ipmodify_on",	gt_ipmodify_on },
 	{ "ipmodify_off",	gt_ipmodify_off },
+	{ "spin_on",		gt_spin_on },
+	{ "spin_off",		gt_spin_off },
 };
 
 static ssize_t gt_write(struct file *file, const char __user *ubuf,
@@ -180,6 +183,7 @@ static void __exit gt_exit(void)
 {
 	debugfs_remove_recursive(gt_dir);
 	gt_ipmodify_exit();
+	gt_spin_exit();
 	gt_vmalloc_exit();
 	kfree(gt_report);
 }
