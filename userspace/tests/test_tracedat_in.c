@@ -147,24 +147,25 @@ TEST_F(tracedat_in, no_kmem_events)
 	}
 }
 
-/* A file of one kind only says which kind was not recorded. */
-TEST_F(tracedat_in, one_kind_missing)
+/* A trace of one event of @type, one page, in the test's directory. */
+static void write_one_event(const char *name, unsigned int type)
 {
 	struct synth s;
 
+	synth_init(&s, 1, 4096, 0);
+	synth_event(&s, 0, SEC, type, 0x100, 1);
+	synth_flush_all(&s);
+	write_file(name, s.buf, s.len);
+	synth_free(&s);
+}
+
+/* A file of one kind only says which kind was not recorded. */
+TEST_F(tracedat_in, one_kind_missing)
+{
 	if (!self->have_lib)
 		SKIP(return, "pagetrace built without libtracecmd");
-	synth_init(&s, 1, 4096, 0);
-	synth_event(&s, 0, SEC, PAGETRACE_EV_FREE, 0x100, 1);
-	synth_flush_all(&s);
-	write_file("frees.pt", s.buf, s.len);
-	synth_free(&s);
-	synth_init(&s, 1, 4096, 0);
-	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 0x100, 1);
-	synth_flush_all(&s);
-	write_file("allocs.pt", s.buf, s.len);
-	synth_free(&s);
-
+	write_one_event("frees.pt", PAGETRACE_EV_FREE);
+	write_one_event("allocs.pt", PAGETRACE_EV_ALLOC);
 	ASSERT_EQ(0, run("convert --to trace-cmd -o frees.dat frees.pt"));
 	ASSERT_EQ(0, run("stats frees.dat"));
 	EXPECT_TRUE(strstr(slurp(dir, "err"), "no mm_page_alloc events") != NULL) {
