@@ -541,11 +541,18 @@ static int ti_find(struct ti_state *s, const char **why)
 	return 0;
 }
 
-static int ti_cmp_u64(const void *a, const void *b)
+/* The file's kallsyms, through libtraceevent, as libpagetrace asks. */
+static const char *ti_lookup(void *arg, uint64_t addr, uint64_t *offset)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	struct ti_state *s = arg;
+	const char *name = NULL;
+	unsigned long long start = 0;
+	unsigned long size = 0;
 
-	return x < y ? -1 : x > y;
+	if (!tep_find_function_info(s->tep, addr, &name, &start, &size) || !name)
+		return NULL;
+	*offset = addr - start;
+	return name;
 }
 
 /*
@@ -555,57 +562,17 @@ static int ti_cmp_u64(const void *a, const void *b)
  */
 static int ti_symbols(struct ti_state *s)
 {
-	uint64_t *a, w[PAGETRACE_SYM_NAME_MAX / 8 + 3], *chunk;
-	size_t nw = 0;
-	int ret = 0;
+	size_t len;
+	void *buf;
+	int ret;
 
 	if (!s->st.nf)
 		return 0;
-	a = malloc(s->st.nf * sizeof(*a));
-	chunk = malloc(TI_CHUNK_WORDS * 8);
-	if (!a || !chunk) {
-		free(a);
-		free(chunk);
-		return -ENOMEM;
-	}
-	memcpy(a, s->st.frames, s->st.nf * sizeof(*a));
-	qsort(a, s->st.nf, sizeof(*a), ti_cmp_u64);
-	for (size_t i = 0; i <= s->st.nf && !ret; i++) {
-		const char *name = NULL;
-		unsigned long long start = 0;
-		unsigned long size = 0;
-		size_t len, words;
-
-		if (i < s->st.nf && ((i && a[i] == a[i - 1]) ||
-				     !tep_find_function_info(s->tep, a[i], &name, &start, &size) ||
-				     !name || a[i] - start > PAGETRACE_SYM_OFFSET_MASK))
-			continue;
-		len = name ? strnlen(name, PAGETRACE_SYM_NAME_MAX) : 0;
-		words = i < s->st.nf ? 2 + (len + 7) / 8 : 0;
-		/* A full chunk, or the end: write what is collected. */
-		if (nw && (i == s->st.nf || nw + words > TI_CHUNK_WORDS)) {
-			struct pagetrace_chunk ch;
-
-			memset(&ch, 0, sizeof(ch));
-			memcpy(ch.magic, PAGETRACE_CHUNK_MAGIC, PAGETRACE_CHUNK_MAGIC_LEN);
-			ch.flags = PAGETRACE_CHUNK_SYMBOLS;
-			ch.nr_words = nw;
-			ret = ti_put(s, &ch, sizeof(ch));
-			if (!ret)
-				ret = ti_put(s, chunk, nw * 8);
-			nw = 0;
-		}
-		if (i == s->st.nf || !len)
-			continue;
-		memset(w, 0, sizeof(w));
-		w[0] = a[i];
-		w[1] = len | (a[i] - start) << PAGETRACE_SYM_OFFSET_SHIFT;
-		memcpy(&w[2], name, len);
-		memcpy(chunk + nw, w, words * 8);
-		nw += words;
-	}
-	free(a);
-	free(chunk);
+	ret = pgtrace_symbol_chunks_by(ti_lookup, s, s->st.frames, s->st.nf, &buf, &len);
+	if (ret < 0)
+		return ret;
+	ret = len ? ti_put(s, buf, len) : 0;
+	free(buf);
 	return ret;
 }
 

@@ -441,6 +441,26 @@ const char *pgtrace_kallsyms_lookup(const struct pgtrace_kallsyms *k, uint64_t a
 int pgtrace_symbol_chunks(const struct pgtrace_kallsyms *k, const uint64_t *addrs, size_t n,
 		     void **buf, size_t *len);
 
+/*
+ * pgtrace_symbol_lookup_fn - a symbol table of the caller's: the name of the
+ * function at or before @addr (valid until pgtrace_symbol_chunks_by()
+ * returns) with *@offset set to @addr minus its address, or NULL if none.
+ */
+typedef const char *(*pgtrace_symbol_lookup_fn)(void *arg, uint64_t addr, uint64_t *offset);
+
+/*
+ * pgtrace_symbol_chunks_by() - pgtrace_symbol_chunks() with the caller's lookup
+ *
+ * The same chunks, each address named by @lookup(@arg, ...) instead of a
+ * kallsyms file (a trace-cmd file's own symbols, say).  Names are cut to
+ * PAGETRACE_SYM_NAME_MAX bytes; an address too far past its symbol for
+ * the offset field is left out.
+ *
+ * Return: as pgtrace_symbol_chunks().
+ */
+int pgtrace_symbol_chunks_by(pgtrace_symbol_lookup_fn lookup, void *arg, const uint64_t *addrs,
+			size_t n, void **buf, size_t *len);
+
 /* The last error: "offset N: what was wrong", or "" if there was none. */
 const char *pgtrace_reader_error(const struct pgtrace_reader *r);
 

@@ -275,8 +275,19 @@ static void close_chunk(unsigned char *buf, size_t start, uint32_t words)
 	memcpy(h + offsetof(struct pagetrace_chunk, nr_words), &nw, 4);
 }
 
+static const char *kallsyms_lookup_fn(void *arg, uint64_t addr, uint64_t *offset)
+{
+	return pgtrace_kallsyms_lookup(arg, addr, offset);
+}
+
 int pgtrace_symbol_chunks(const struct pgtrace_kallsyms *k, const uint64_t *addrs, size_t n,
 		     void **out, size_t *outlen)
+{
+	return pgtrace_symbol_chunks_by(kallsyms_lookup_fn, (void *)k, addrs, n, out, outlen);
+}
+
+int pgtrace_symbol_chunks_by(pgtrace_symbol_lookup_fn lookup, void *arg, const uint64_t *addrs,
+			size_t n, void **out, size_t *outlen)
 {
 	const size_t hdr = sizeof(struct pagetrace_chunk);
 	size_t cap = 0, len = 0, start = 0, named = 0;
@@ -300,10 +311,10 @@ int pgtrace_symbol_chunks(const struct pgtrace_kallsyms *k, const uint64_t *addr
 
 		if (i && a[i] == a[i - 1])
 			continue;
-		name = pgtrace_kallsyms_lookup(k, a[i], &offset);
-		if (!name)
+		name = lookup(arg, a[i], &offset);
+		if (!name || offset > PAGETRACE_SYM_OFFSET_MASK)
 			continue;
-		nlen = strlen(name);
+		nlen = strnlen(name, PAGETRACE_SYM_NAME_MAX);
 		nw = 2 + (nlen + 7) / 8;
 		if (words && words + nw > SYM_CHUNK_WORDS) {
 			close_chunk(buf, start, words);
@@ -330,7 +341,7 @@ int pgtrace_symbol_chunks(const struct pgtrace_kallsyms *k, const uint64_t *addr
 		}
 		put_le64(buf + len, a[i]);
 		put_le64(buf + len + 8, (uint64_t)nlen |
-			 (offset & PAGETRACE_SYM_OFFSET_MASK) << PAGETRACE_SYM_OFFSET_SHIFT);
+			 offset << PAGETRACE_SYM_OFFSET_SHIFT);
 		memset(buf + len + 16, 0, 8 * (nw - 2));
 		memcpy(buf + len + 16, name, nlen);
 		len += 8 * nw;

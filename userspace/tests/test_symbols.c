@@ -294,4 +294,48 @@ TEST(cli_symbolize)
 	system(cmd);
 }
 
+/* A lookup of the test's: one function at 0x1000, its name 600 bytes long. */
+static const char *long_name_lookup(void *arg, uint64_t addr, uint64_t *offset)
+{
+	static char name[600];
+
+	(void)arg;
+	memset(name, 'f', sizeof(name) - 1);
+	*offset = addr - 0x1000;
+	return addr >= 0x1000 ? name : NULL;
+}
+
+/*
+ * pgtrace_symbol_chunks_by(): the caller's lookup names the addresses; a
+ * name is cut to PAGETRACE_SYM_NAME_MAX, an offset past the field's 32
+ * bits leaves the address out, one the lookup does not know too.
+ */
+TEST(build_chunks_by)
+{
+	const uint64_t addrs[] = { 0x1010, 0x1000 + (1ULL << 32), 0x10 };
+	struct pgtrace_reader *r;
+	struct pgtrace_event ev;
+	struct synth s;
+	uint64_t off;
+	size_t len;
+	void *buf;
+
+	ASSERT_EQ(1, pgtrace_symbol_chunks_by(long_name_lookup, NULL, addrs, ARRAY_SIZE(addrs),
+					 &buf, &len));
+	EXPECT_EQ(32 + 8 * (2 + PAGETRACE_SYM_NAME_MAX / 8), len);
+	synth_init(&s, 1, 1024, PAGETRACE_FLAG_STACKS);
+	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 1, 1);
+	synth_flush_all(&s);
+	synth_put(&s, buf, len);
+	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
+	EXPECT_EQ(1, pgtrace_reader_next(r, &ev));
+	EXPECT_EQ(0, pgtrace_reader_next(r, &ev)) TH_LOG("%s", pgtrace_reader_error(r));
+	ASSERT_NE(NULL, pgtrace_reader_symbol(r, 0x1010, &off));
+	EXPECT_EQ(PAGETRACE_SYM_NAME_MAX, strlen(pgtrace_reader_symbol(r, 0x1010, &off)));
+	EXPECT_EQ(0x10, off);
+	pgtrace_reader_close(r);
+	synth_free(&s);
+	free(buf);
+}
+
 TEST_HARNESS_MAIN
