@@ -1,12 +1,14 @@
 #!/bin/bash
 # Decode and stats speed of libpagetrace on one core (a benchmark, not a
-# test): writes a large synthetic trace and prints events per second.
+# test): writes a large synthetic trace and prints events per second; then
+# pagetrace stats with --threads 1 and --threads 2 on two cores, and the ratio.
 #
 #   scripts/bench/bench-decode.sh [EVENTS]        default 100000000 (~800 MB)
 #
-# Environment: CPU (the core to pin to, default 1), ROUNDS (best of, default
-# 3, for every row), TRACE (reuse or keep this trace file; default
-# build/bench/trace.pt, deleted afterwards unless KEEP=1).
+# Environment: CPU (the core to pin to, default 1), CPUS2 (the two cores
+# for --threads, default 0,1), ROUNDS (best of, default 3, for every row),
+# TRACE (reuse or keep this trace file; default build/bench/trace.pt,
+# deleted afterwards unless KEEP=1).
 #
 # Rates are events per CPU-second of the benchmark process (what one core
 # does, however busy the machine is) and per wall-clock second; on an idle
@@ -29,7 +31,7 @@ CFLAGS="-O2 -Wall -Wextra -Werror -I$ROOT/uapi -I$ROOT/userspace/lib"
 cc $CFLAGS -o "$B/gen_trace" "$ROOT/userspace/tests/gen_trace.c"
 # shellcheck disable=SC2086
 cc $CFLAGS -o "$B/bench_decode" "$ROOT/userspace/tests/bench_decode.c" \
-	"$ROOT/userspace/lib/libpagetrace.a"
+	"$ROOT/userspace/lib/libpagetrace.a" -pthread
 
 if [ ! -s "$TRACE" ]; then
 	echo "# writing $N events to $TRACE"
@@ -75,6 +77,40 @@ goal "decode (pgtrace_reader_next_run, memory)" "$decode" 200
 goal "pagetrace stats --quick" "$quick" 50
 goal "pagetrace stats (full analysis)" "$stats" 50
 awk -v r="$analysis" 'BEGIN { printf "%-36s %9.1f M events/s   (library alone, trace in memory)\n", "pgtrace_analysis_collect()", r }'
+
+# stats on two cores: --threads 1 and --threads 2 by turns on the same two
+# cores, each the best wall-clock time of ROUNDS (CPU time would add up the
+# two threads'), and their outputs compared.
+CPUS2=${CPUS2:-0,1}
+if [ "$(taskset -c "$CPUS2" nproc 2>/dev/null || echo 0)" -ge 2 ]; then
+	echo "# pagetrace stats --json on cores $CPUS2, wall clock (best of $ROUNDS, by turns); load $(cut -d' ' -f1-3 /proc/loadavg)"
+	best1='' best2=''
+	for _ in $(seq "$ROUNDS"); do
+		for j in 1 2; do
+			/usr/bin/time -f "%e" -o "$B/time" taskset -c "$CPUS2" \
+				"$ROOT/userspace/pagetrace" stats --json --threads "$j" "$TRACE" >"$B/threads$j.json"
+			t=$(cat "$B/time")
+			if [ "$j" = 1 ]; then
+				best1=$(awk -v a="$t" -v b="$best1" 'BEGIN { print (b == "" || a < b) ? a : b }')
+			else
+				best2=$(awk -v a="$t" -v b="$best2" 'BEGIN { print (b == "" || a < b) ? a : b }')
+			fi
+		done
+		cmp -s "$B/threads1.json" "$B/threads2.json" || { echo "# --threads 1 and --threads 2 print otherwise" >&2; exit 1; }
+	done
+	for j in 1 2; do
+		t=$([ "$j" = 1 ] && echo "$best1" || echo "$best2")
+		awk -v n="$N" -v e="$t" -v what="pagetrace stats --json --threads $j" 'BEGIN {
+			printf "%-36s %11d %9s %9s %9.3f %9.1f\n", what, n, "-", "-", e, n / e / 1e6 }'
+	done
+	awk -v a="$best1" -v b="$best2" 'BEGIN {
+		r = a / b
+		printf "%-36s %9.2fx                goal 1.7: %s (same output: yes)\n",
+			"stats --threads 2 / --threads 1 speed", r, (r >= 1.7 ? "met" : "NOT met") }'
+	echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg) (another busy process takes a core from --threads 2)"
+else
+	echo "# fewer than two cores in CPUS2=$CPUS2: no --threads 2 rows"
+fi
 if [ "${KEEP:-0}" != 1 ] && [ "$TRACE" = "$B/trace.pt" ]; then
 	rm -f "$TRACE"
 fi
