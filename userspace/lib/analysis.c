@@ -375,12 +375,13 @@ int pgtrace_analysis_collect(struct pgtrace_reader *r, struct pgtrace_analysis *
 	if (ret)
 		return ret;
 	m = a->priv;
-	/* Hooks see the state as each event is applied: on this thread, then. */
-	if (m->p.threads > 1 && m->bin_early) {
-		ret = pgtrace_pipe_start(a);
-		if (ret)
-			return ret;
-	}
+	/*
+	 * Hooks see the state as each event is applied: on this thread, then.
+	 * Without a second thread (none to be had), all goes on this one,
+	 * to the same result.
+	 */
+	if (m->p.threads > 1 && m->bin_early)
+		pgtrace_pipe_start(a);
 	pgtrace_reader_set_chunk_cb(r, on_chunk, a);
 	if (m->want_full) {
 		while ((ret = pgtrace_reader_next_batch(r, m->batch, RUN)) > 0) {

@@ -163,6 +163,10 @@ static struct pipe_block *pipe_block(struct pgtrace_pipe *p, enum pipe_kind kind
 	return b;
 }
 
+/*
+ * Start the applier for @a: 0, or an error, and then nothing has changed
+ * (the analysis stays on the calling thread).
+ */
 int pgtrace_pipe_start(struct pgtrace_analysis *a)
 {
 	struct pgtrace_pipe *p = calloc(1, sizeof(*p));
