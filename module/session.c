@@ -138,12 +138,18 @@ static void pt_flush_work_fn(struct work_struct *work)
 }
 
 /*
- * A Tasks RCU grace period the opener can give up on with a fatal signal:
- * a task that neither blocks nor returns to user space (a kthread looping
- * on cond_resched()) holds it back, and open() holds the misc device lock
- * meanwhile.  The callback may run after the opener has gone: the wait's
- * state is freed by whichever of the two is last, and pt_sessions_exit()
- * waits for callbacks still queued before the module's text goes.
+ * How long a start waits for its Tasks RCU grace period.  A task that
+ * neither blocks nor returns to user space holds the grace period back
+ * (a kthread looping on cond_resched(); on PREEMPT_RT, memory offlining's
+ * migration loop, where cond_resched() does nothing), and open() holds the
+ * misc device lock meanwhile: past this the start goes on without it.
+ */
+#define PT_TASKS_WAIT_MAX	HZ
+
+/*
+ * The callback may run after the opener has gone (a timeout or a fatal
+ * signal): the wait's state is freed by whichever of the two is last, and
+ * pt_sessions_exit() waits for callbacks still queued.
  */
 struct pt_tasks_wait {
 	struct rcu_head		rh;
@@ -160,20 +166,28 @@ static void pt_tasks_wait_done(struct rcu_head *rh)
 		kfree(w);
 }
 
-static int pt_wait_tasks_killable(void)
+/*
+ * Wait for a Tasks RCU grace period, at most PT_TASKS_WAIT_MAX: 0 (ended
+ * or given up on, which the kernel log says), or -ERESTARTSYS on a fatal
+ * signal, -ENOMEM.
+ */
+static int pt_wait_tasks(void)
 {
 	struct pt_tasks_wait *w = kmalloc(sizeof(*w), GFP_KERNEL);
-	int ret;
+	long left;
 
 	if (!w)
 		return -ENOMEM;
 	init_completion(&w->done);
 	refcount_set(&w->users, 2);
 	call_rcu_tasks(&w->rh, pt_tasks_wait_done);
-	ret = wait_for_completion_killable(&w->done);
+	left = wait_for_completion_killable_timeout(&w->done, PT_TASKS_WAIT_MAX);
 	if (refcount_dec_and_test(&w->users))
 		kfree(w);
-	return ret;
+	if (!left)
+		pr_info_ratelimited("pagetrace: a session started before a Tasks RCU grace period ended (a task held it back for %u ms): an allocation preempted across the memory map's walk may show as an allocation of an allocated block\n",
+				    jiffies_to_msecs(PT_TASKS_WAIT_MAX));
+	return left < 0 ? left : 0;
 }
 
 /**
@@ -295,7 +309,7 @@ int pt_session_start(struct pt_session **out)
 		 * charging, a contended lock on PREEMPT_RT) is not waited
 		 * for: see design.rst.
 		 */
-		ret = pt_wait_tasks_killable();
+		ret = pt_wait_tasks();
 		if (ret)
 			goto free_snapshot;
 	}
