@@ -193,6 +193,29 @@ TEST(bad_symbol_chunks)
 	}
 }
 
+/*
+ * A trace of one event with the symbol chunks @buf appended, opened in *@r
+ * and read to its end (the reader takes the symbols in as it goes): "", or
+ * what went wrong.
+ */
+static const char *read_with_symbols(struct synth *s, const void *buf, size_t len,
+				     struct pgtrace_reader **r)
+{
+	struct pgtrace_event ev;
+
+	synth_init(s, 1, 1024, PAGETRACE_FLAG_STACKS);
+	synth_event(s, 0, SEC, PAGETRACE_EV_ALLOC, 1, 1);
+	synth_flush_all(s);
+	synth_put(s, buf, len);
+	if (pgtrace_reader_open_mem(r, s->buf, s->len, 0))
+		return "the reader refused the trace";
+	if (pgtrace_reader_next(*r, &ev) != 1)
+		return "no first event";
+	if (pgtrace_reader_next(*r, &ev) != 0)
+		return pgtrace_reader_error(*r);
+	return "";
+}
+
 /* pgtrace_symbol_chunks() from kallsyms, read back by the reader. */
 TEST(build_chunks)
 {
@@ -200,7 +223,6 @@ TEST(build_chunks)
 				   0xffffffff81003010ULL, 0x1000 };
 	struct pgtrace_kallsyms *k;
 	struct pgtrace_reader *r;
-	struct pgtrace_event ev;
 	struct synth s;
 	uint64_t off;
 	size_t len;
@@ -211,13 +233,7 @@ TEST(build_chunks)
 	ASSERT_EQ(0, err);
 	ASSERT_EQ(2, pgtrace_symbol_chunks(k, addrs, ARRAY_SIZE(addrs), &buf, &len));
 	EXPECT_EQ(32 + 8 * (2 + 2 + 2 + 2), len);
-	synth_init(&s, 1, 1024, PAGETRACE_FLAG_STACKS);
-	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 1, 1);
-	synth_flush_all(&s);
-	synth_put(&s, buf, len);
-	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
-	EXPECT_EQ(1, pgtrace_reader_next(r, &ev));
-	EXPECT_EQ(0, pgtrace_reader_next(r, &ev)) TH_LOG("%s", pgtrace_reader_error(r));
+	ASSERT_STREQ("", read_with_symbols(&s, buf, len, &r));
 	EXPECT_STREQ("__alloc_pages", pgtrace_reader_symbol(r, 0xffffffff81003010ULL, &off));
 	EXPECT_EQ(0x10, off);
 	EXPECT_STREQ("mod_fn [mymod]", pgtrace_reader_symbol(r, 0xffffffffc0001008ULL, &off));
@@ -314,7 +330,6 @@ TEST(build_chunks_by)
 {
 	const uint64_t addrs[] = { 0x1010, 0x1000 + (1ULL << 32), 0x10 };
 	struct pgtrace_reader *r;
-	struct pgtrace_event ev;
 	struct synth s;
 	uint64_t off;
 	size_t len;
@@ -323,13 +338,7 @@ TEST(build_chunks_by)
 	ASSERT_EQ(1, pgtrace_symbol_chunks_by(long_name_lookup, NULL, addrs, ARRAY_SIZE(addrs),
 					 &buf, &len));
 	EXPECT_EQ(32 + 8 * (2 + PAGETRACE_SYM_NAME_MAX / 8), len);
-	synth_init(&s, 1, 1024, PAGETRACE_FLAG_STACKS);
-	synth_event(&s, 0, SEC, PAGETRACE_EV_ALLOC, 1, 1);
-	synth_flush_all(&s);
-	synth_put(&s, buf, len);
-	ASSERT_EQ(0, pgtrace_reader_open_mem(&r, s.buf, s.len, 0));
-	EXPECT_EQ(1, pgtrace_reader_next(r, &ev));
-	EXPECT_EQ(0, pgtrace_reader_next(r, &ev)) TH_LOG("%s", pgtrace_reader_error(r));
+	ASSERT_STREQ("", read_with_symbols(&s, buf, len, &r));
 	ASSERT_NE(NULL, pgtrace_reader_symbol(r, 0x1010, &off));
 	EXPECT_EQ(PAGETRACE_SYM_NAME_MAX, strlen(pgtrace_reader_symbol(r, 0x1010, &off)));
 	EXPECT_EQ(0x10, off);
