@@ -297,7 +297,7 @@ TEST(in_use_matches)
 	pid_t pid;
 	int fd, ret;
 
-	pid = fork();
+	pid = pt_st_fork_tied();
 	ASSERT_LE(0, pid);
 	if (pid == 0)
 		load();

@@ -26,6 +26,12 @@
 
 #define MEMDIR		"/sys/devices/system/memory"
 #define SESSIONS	12
+/*
+ * Sessions are started for this long at most: a start may wait for the
+ * offline running beside it (its Tasks RCU grace period, on a slow RT
+ * guest), and the harness kills the test at 30 s.
+ */
+#define SESSIONS_NS	(20 * 1000000000ull)
 
 /*
  * A memory block that can go offline now (tried from the highest down,
@@ -79,6 +85,7 @@ TEST(offline_while_tracing)
 {
 	char path[256], splats[4096];
 	unsigned int started = 0, busy = 0, n[2] = { 0, 0 }, v[2];
+	uint64_t deadline;
 	int kmsg, p[2], block;
 	pid_t pid;
 
@@ -88,7 +95,7 @@ TEST(offline_while_tracing)
 	kmsg = pt_st_kmsg_open();
 	ASSERT_LE(0, pipe(p));
 	ASSERT_EQ(0, pt_st_set_param("snapshot", "1"));
-	pid = fork();
+	pid = pt_st_fork_tied();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		close(p[0]);
@@ -97,7 +104,8 @@ TEST(offline_while_tracing)
 	close(p[1]);
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
 
-	for (int i = 0; i < SESSIONS; i++) {
+	deadline = pt_st_mono_ns() + SESSIONS_NS;
+	for (int i = 0; i < SESSIONS && pt_st_mono_ns() < deadline; i++) {
 		struct pt_st_buf b = { 0 };
 		struct pt_st_hdr hi;
 		int fd = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);

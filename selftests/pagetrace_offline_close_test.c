@@ -95,7 +95,7 @@ FIXTURE_SETUP(oc)
 	/* One-page buffers: one closes every few hundred events. */
 	ASSERT_EQ(0, pt_st_mod_reload("buf_size=4096 nr_bufs=4 flush_ms=10"));
 	for (int i = 0; i < ncpu * 2 && i < MAX_KIDS; i++) {
-		pid_t pid = fork();
+		pid_t pid = pt_st_fork_tied();
 
 		ASSERT_LE(0, pid);
 		if (!pid)

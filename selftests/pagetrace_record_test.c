@@ -236,7 +236,7 @@ TEST_F_TIMEOUT(rec, top_live, 120)
 	pid_t pid, load;
 
 	REC_READY();
-	load = fork();
+	load = pt_st_fork_tied();
 	ASSERT_LE(0, load);
 	if (load == 0) {
 		static char buf[1 << 16];

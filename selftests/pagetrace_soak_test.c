@@ -364,7 +364,7 @@ static const char *load_setup_cgroup(void)
 
 static pid_t load_spawn(struct load *l, int kind)
 {
-	pid_t pid = fork();
+	pid_t pid = pt_st_fork_tied();
 
 	if (pid)
 		return pid;

@@ -837,7 +837,7 @@ TEST_F_TIMEOUT(st, failed_load_under_churn, 600)
 	ASSERT_EQ(0, mount("tmpfs", FAIL_TMPFS, "tmpfs", 0, "size=400m"))
 		TH_LOG("mount tmpfs: %s", strerror(errno));
 	for (k = 0; k < 4; k++) {
-		pids[k] = fork();
+		pids[k] = pt_st_fork_tied();
 		if (!pids[k]) {
 			tmpfs_writer(k);
 			_exit(0);

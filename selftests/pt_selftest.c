@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -348,6 +350,19 @@ int pt_st_pin_cpu(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+pid_t pt_st_fork_tied(void)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	/* The parent may have died before the prctl(): then exit now. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	return 0;
 }
 
 int pt_st_pagemap_pfn(const void *addr, uint64_t *pfn)

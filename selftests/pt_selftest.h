@@ -101,6 +101,13 @@ int pt_st_module_text(const char *mod, uint64_t *start, uint64_t *end);
 int pt_st_drain_lru(void);
 /* Run on @cpu only: 0 or -errno. */
 int pt_st_pin_cpu(int cpu);
+/*
+ * fork() for a child that loops until it is killed: the child gets
+ * SIGKILL when the test process dies, so one that the harness kills at
+ * its timeout leaves no load behind it (a memory offline loop left
+ * running hangs CPU hotplug in the tests after it).  As fork().
+ */
+pid_t pt_st_fork_tied(void);
 /* The PFN behind a virtual address of ours: 0, -ENOENT if not present. */
 int pt_st_pagemap_pfn(const void *addr, uint64_t *pfn);
 uint64_t pt_st_mono_ns(void);
