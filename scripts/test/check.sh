@@ -293,6 +293,28 @@ run_vm() {
 	done
 }
 
+# check_tracecmd_vm PREFIX RESULTS RELEASE: the trace pagetrace_counters_test
+# recorded in the VM (a real one: tasks, a snapshot, the kernel's counters)
+# converted with `pagetrace convert --to trace-cmd`; `trace-cmd report` on
+# it must print exactly the events of `pagetrace dump`, its --cpu and -F
+# filters must select the same ones, and KernelShark must open it
+# (userspace/tests/tracecmd-roundtrip.sh; files in build/check/tracecmd-REL/).
+# The test keeps the file when PT_RESULTS is set, as run.sh does: if it ran
+# and there is no file, that is a failure.
+check_tracecmd_vm() {
+	local P=$1 R=$2 rel=$3 rc=0 log=$OUT/tracecmd-vm-$3.log
+	[[ " ${TESTS[*]} " == *" pagetrace_counters_test "* ]] || return 0
+	if [ -s "$R/counters.bin" ]; then
+		PAGETRACE=$STATIC_CLI TRACECMD_OUT=$OUT/tracecmd-$rel \
+			userspace/tests/tracecmd-roundtrip.sh "$R/counters.bin" >"$log" 2>&1 || rc=$?
+	else
+		printf 'TAP version 13\n1..1\nnot ok 1 tracecmd-vm: %s\n' \
+			"no trace from the VM (${R#"$ROOT"/}/counters.bin)" >"$log"
+		rc=1
+	fi
+	emit "$P" tracecmd-vm "$rc" <"$log"
+}
+
 # make_share PREFIX DIR KO GT-KO: a fresh share for the VM in DIR: the
 # module KO, the ground-truth module GT-KO, the static CLI, the TESTS
 # binaries, pagetrace.service and its settings (systemd/) and run.sh.
@@ -532,6 +554,7 @@ for flavour in $KERNELS; do
 	TRACEDAT_EXPECTED=$([ -n "$tc" ] && echo 1 || echo 0) \
 		scripts/test/tracedat-check.sh "$R" >"$OUT/tracedat-$rel.log" 2>&1 || rc=$?
 	emit "$P" tracedat-in "$rc" <"$OUT/tracedat-$rel.log"
+	check_tracecmd_vm "$P" "$R" "$rel"
 	# The profile pagetrace_pprof_test made of a real trace, in real Go.
 	if [[ " ${TESTS[*]} " == *" pagetrace_pprof_test "* ]]; then
 		scripts/test/check-pprof.sh "$R/stacks.pb.gz" >"$OUT/pprof-$rel.log" 2>&1

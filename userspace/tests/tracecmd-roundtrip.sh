@@ -15,13 +15,14 @@
 # Without TRACE: a trace with tasks, names, a snapshot, long gaps and
 # losses (tests/gen_tasks_trace.c) and a 100,000-event one from
 # tests/gen_trace.c (no tasks).  PAGETRACE: the CLI (default
-# userspace/pagetrace).  Files go to build/tracecmd/.
+# userspace/pagetrace).  Files go to TRACECMD_OUT (default build/tracecmd/),
+# which is emptied first.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 top=$(cd "$here/.." && pwd)
 pt=${PAGETRACE:-$here/pagetrace}
 check="python3 $here/tests/check_tracecmd.py"
-out=$top/build/tracecmd
+out=${TRACECMD_OUT:-$top/build/tracecmd}
 rm -rf "$out"
 mkdir -p "$out"
 
