@@ -4,7 +4,10 @@
 # counts `pagetrace stats --json` gives (events by type, by order, by CPU,
 # losses by CPU; with -T, allocations with a stack and distinct stacks)
 # must equal those of `trace-cmd report` on the same file, and pagetrace
-# must say what such a file lacks.  A free is an mm_page_free (the kernel
+# must say what such a file lacks; `pagetrace pprof` must make a profile of
+# a -T file's stacks (every allocation with a kernel_stack a sample, as many
+# as trace-cmd report shows; `go tool pprof` must read it when Go is
+# installed) and refuse a file without stacks, saying so.  A free is an mm_page_free (the kernel
 # fires one for each mm_page_free_batched page too); mm_page_free_batched
 # counts only in a file without mm_page_free.  The converted stream must
 # be in time order (late_events 0), and pagetrace's unmatched frees at
@@ -37,11 +40,52 @@ if [ ${#files[@]} = 0 ]; then
 	echo "ok 1 tracedat-in # SKIP no trace-cmd recording (no trace-cmd in the guest)"
 	exit 0
 fi
-echo "1..$((2 * ${#files[@]}))"
+echo "1..$((3 * ${#files[@]}))"
 # check.sh builds it in its host steps, which HOST_CHECKS=0 skips.
 [ -x "$pt" ] || make -s -C "$top/userspace" pagetrace >&2
 n=0
 fail=0
+GO=${GO:-}
+for g in "$GO" /usr/lib/go-1.22/bin/go /usr/bin/go; do
+	[ -n "$g" ] && [ -x "$g" ] && { GO=$g; break; }
+done
+# pprof_check FILE DIR: result $n for `pagetrace pprof FILE`; DIR holds
+# report.txt (trace-cmd report) and compare.txt (the counts compared).
+pprof_check() {
+	local f=$1 d=$2 name prc want got bad='' top
+	name=$(basename "$f" .dat)
+	"$pt" pprof "$f" -o "$d/p.pb.gz" >"$d/pprof.out" 2>"$d/pprof.err"
+	prc=$?
+	if grep -q 'kernel_stack:' "$d/report.txt"; then
+		want=$(sed -n 's/^# stacks of allocations (-T): trace-cmd report \([0-9]*\)$/\1/p' \
+			"$d/compare.txt")
+		got=$(sed -n 's/.*: \([0-9]*\) sampled allocations, .*/\1/p' "$d/pprof.out" \
+			"$d/pprof.err" | head -n 1)
+		if [ "$prc" != 0 ]; then
+			bad="pagetrace pprof exited with $prc"
+		elif [ ! -s "$d/p.pb.gz" ] || ! gzip -t "$d/p.pb.gz" 2>/dev/null; then
+			bad="no gzipped profile written"
+		elif [ -z "$want" ] || [ "$want" = 0 ] || [ "$got" != "$want" ]; then
+			bad="${got:-no} sampled allocations, trace-cmd report has ${want:-no} with a stack"
+		elif [ -n "$GO" ]; then
+			top=$(HOME=$d "$GO" tool pprof -top -sample_index=alloc_pages "$d/p.pb.gz" 2>&1)
+			grep -E 'Type:|Total' <<<"$top" | sed 's/^/# go tool pprof: /'
+			grep -q 'Type: alloc_pages' <<<"$top" && grep -Eq '__alloc_(frozen_)?pages' <<<"$top" ||
+				bad="go tool pprof cannot read it, or finds no __alloc_pages frame"
+		fi
+		sed 's/^/# /' "$d/pprof.out" "$d/pprof.err" | grep -v ': note: '
+		if [ -z "$bad" ]; then
+			echo "ok $n tracedat-in-$name-pprof: a profile of the $want allocations with a -T stack"
+		else
+			fail=1; echo "not ok $n tracedat-in-$name-pprof: $bad"
+		fi
+	elif [ "$prc" != 0 ] && [ ! -e "$d/p.pb.gz" ] && grep -q 'no call stacks' "$d/pprof.err"; then
+		echo "ok $n tracedat-in-$name-pprof: refused, no stacks in the file"
+	else
+		sed 's/^/# /' "$d/pprof.err" | grep -v ': note: '
+		fail=1; echo "not ok $n tracedat-in-$name-pprof: a file without stacks not refused clearly (status $prc)"
+	fi
+}
 for f in "${files[@]}"; do
 	name=$(basename "$f" .dat)
 	n=$((n + 1))
@@ -51,6 +95,8 @@ for f in "${files[@]}"; do
 		fail=1; echo "not ok $n tracedat-in-$name: trace-cmd record failed in the guest (status $rc)"
 		n=$((n + 1))
 		fail=1; echo "not ok $n tracedat-in-$name-notes: no recording"
+		n=$((n + 1))
+		fail=1; echo "not ok $n tracedat-in-$name-pprof: no recording"
 		continue
 	fi
 	d=$(mktemp -d)
@@ -58,7 +104,7 @@ for f in "${files[@]}"; do
 	prc=$?
 	trace-cmd report -i "$f" >"$d/report.txt" 2>"$d/report.err"
 	trc=$?
-	if python3 - "$d/stats.json" "$d/report.txt" "$prc" "$trc" <<'PY'; then
+	if python3 - "$d/stats.json" "$d/report.txt" "$prc" "$trc" <<'PY' | tee "$d/compare.txt"; then
 import collections, json, re, sys
 stats_path, report_path, prc, trc = sys.argv[1:]
 if prc != '0' or trc != '0':
@@ -190,6 +236,8 @@ PY
 	else
 		fail=1; echo "not ok $n tracedat-in-$name-notes: says what the file lacks"
 	fi
+	n=$((n + 1))
+	pprof_check "$f" "$d"
 	rm -rf "$d"
 done
 exit $fail
