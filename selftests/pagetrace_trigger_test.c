@@ -14,7 +14,10 @@
  *    psi=some:...@CGROUP fires on the cgroup's memory.pressure;
  *  - inuse: inuse>N, N 20,000 pages above the count at the start, does not
  *    fire until we touch 40,000 pages, then writes exactly one file, with
- *    the count in its sidecar and our pages' allocations in its trace.
+ *    the count in its sidecar and our pages' allocations in its trace;
+ *  - keep: --keep 2M under a load that writes 8 times that and more gives
+ *    a file of at most 2M of events, and not much less; keep_default:
+ *    without --keep the rings hold 64 MiB in all (--json summary).
  *
  * And what inuse counts with: the meta area's allocated_pages and freed_pages
  * (meta_pages), summed over the CPUs after a stream session's stop, are
@@ -36,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -409,6 +413,114 @@ TEST_F_TIMEOUT(trig, signal, 180)
 	EXPECT_LE(json_u64((char *)json.p, "fired_mono_ns"),
 		  json_u64((char *)json.p, "span_end_mono_ns"));
 	pt_st_buf_free(&json);
+}
+
+/* The --json summary's number after "KEY": in the recorder's output, or 0. */
+static uint64_t summary_u64(FIXTURE_DATA(trig) *self, const char *key)
+{
+	const char *j = strstr(self->out, "{\"output\": ");
+
+	return j ? json_u64(j, key) : 0;
+}
+
+#define KEEP		(2ULL << 20)	/* --keep 2M */
+#define DEFAULT_KEEP	(64ULL << 20)	/* what --keep is without one */
+
+/*
+ * --keep 2M bounds what a trigger file holds: the CPUs write at least
+ * eight times that before SIGUSR1 (every CPU its share), and the file has
+ * at most 2M of events (each at least one 8-byte word) and at most a
+ * quarter more on disk (the header, task records), yet not trivially
+ * little: at least half of it (each CPU's ring was filled right before).
+ * Ignored, the default 64M would keep all 16M+ of them.
+ */
+TEST_F_TIMEOUT(trig, keep, 300)
+{
+	char *argv[] = { NULL, "record", "--trigger", "signal", "-o", "/tmp/pt-trig-keep",
+			 "--keep", "2M", "--json", "-d", "280", NULL };
+	struct pt_st_buf json = { 0 };
+	struct scan s = { 0 };
+	uint64_t ring, written, bytes;
+	struct stat sb;
+	char bin[512];
+	int ncpu = 0, rounds = 0;
+	time_t t0;
+
+	TRIG_READY();
+	snprintf(self->dir, sizeof(self->dir), "/tmp/pt-trig-keep");
+	pt_st_rm_dir(self->dir);
+	ASSERT_EQ(0, rec_start(self, argv));
+	ASSERT_TRUE(pt_st_wait_recording(20000));
+	/*
+	 * 4 MiB of single pages touched and freed on every CPU: 1,024 pages,
+	 * at least 2,048 events, 16 KiB of trace per CPU and round, until
+	 * 24 MiB were written, 12 x --keep (or 150 s went by: the summary
+	 * says what was written).
+	 */
+	t0 = time(NULL);
+	while (rounds * ncpu < 1536 && time(NULL) - t0 < 150) {
+		ncpu = pt_st_on_every_cpu(4 << 20, NULL, 0);
+		ASSERT_LT(0, ncpu);
+		rounds++;
+	}
+	ASSERT_EQ(0, kill(self->rec, SIGUSR1));
+	EXPECT_TRUE(wait_for_file(self->dir, 60));
+	EXPECT_EQ(0, rec_stop(self));
+	TH_LOG("%d rounds on %d CPUs in %ld s; %s", rounds, ncpu, (long)(time(NULL) - t0),
+	       self->out);
+	/* What the recorder set up, and what the CPUs wrote. */
+	ring = summary_u64(self, "buffer_size_per_cpu") * summary_u64(self, "nr_cpus");
+	written = summary_u64(self, "events") * 8;
+	TH_LOG("rings %" PRIu64 " bytes in all; %" PRIu64 " bytes of events written",
+	       ring, written);
+	EXPECT_LE(ring, KEEP);
+	EXPECT_LE(KEEP / 2, ring);
+	ASSERT_LE(8 * KEEP, written) TH_LOG("the load wrote too little to tell");
+
+	ASSERT_EQ(1, count_files(self->dir, ".bin", bin, sizeof(bin)));
+	ASSERT_EQ(0, stat(bin, &sb));
+	ASSERT_EQ(0, pt_st_load_file(bin, &self->b));
+	ASSERT_EQ(0, scan_file(&self->b, &s)) TH_LOG("%s", s.why);
+	bytes = s.events * 8;
+	TH_LOG("%s: %lld bytes, %" PRIu64 " events (%" PRIu64 " bytes)", bin,
+	       (long long)sb.st_size, s.events, bytes);
+	EXPECT_GE(KEEP, bytes);
+	EXPECT_LE(KEEP / 2, bytes);
+	EXPECT_GE(KEEP + KEEP / 4, (uint64_t)sb.st_size);
+	ASSERT_EQ(0, load_json(bin, &json));
+	EXPECT_EQ((uint64_t)sb.st_size, json_u64((char *)json.p, "bytes"));
+	EXPECT_EQ(s.events, json_u64((char *)json.p, "events"));
+	pt_st_buf_free(&json);
+}
+
+/*
+ * Without --keep, the rings of a trigger recorder hold 64 MiB in all: the
+ * per-CPU size in the --json summary times the CPUs, at most 64 MiB and
+ * short of it by no more than the rounding to whole chunks.
+ */
+TEST_F_TIMEOUT(trig, keep_default, 120)
+{
+	char *argv[] = { NULL, "record", "--trigger", "signal", "-o", "/tmp/pt-trig-keep0",
+			 "--json", "-d", "100", NULL };
+	uint64_t per_cpu, cpus;
+
+	TRIG_READY();
+	snprintf(self->dir, sizeof(self->dir), "/tmp/pt-trig-keep0");
+	pt_st_rm_dir(self->dir);
+	ASSERT_EQ(0, rec_start(self, argv));
+	ASSERT_TRUE(pt_st_wait_recording(20000));
+	EXPECT_EQ(0, rec_stop(self));
+	TH_LOG("%s", self->out);
+	per_cpu = summary_u64(self, "buffer_size_per_cpu");
+	cpus = summary_u64(self, "nr_cpus");
+	ASSERT_LT(0, cpus);
+	TH_LOG("%" PRIu64 " bytes per CPU, %" PRIu64 " CPUs, %ld configured", per_cpu, cpus,
+	       sysconf(_SC_NPROCESSORS_CONF));
+	EXPECT_GE(DEFAULT_KEEP, per_cpu * cpus);
+	EXPECT_LT(DEFAULT_KEEP / 16 * 15, per_cpu * cpus);
+	/* The module's own sizes are back after the session. */
+	EXPECT_EQ(PT_ST_DEF_BUF_SIZE, pt_st_get_param("buf_size"));
+	EXPECT_EQ(PT_ST_DEF_NR_BUFS, pt_st_get_param("nr_bufs"));
 }
 
 /*
