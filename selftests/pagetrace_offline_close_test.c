@@ -91,6 +91,8 @@ FIXTURE_SETUP(oc)
 	self->nkids = 0;
 	if (access(PT_ST_CPU1_ONLINE, W_OK))
 		SKIP(return, "no %s: needs 2 CPUs and CONFIG_HOTPLUG_CPU", PT_ST_CPU1_ONLINE);
+	if (pt_st_cpu_unplug_hangs())
+		SKIP(return, "%s", pt_st_cpu_unplug_hangs());
 	ASSERT_EQ(0, pt_st_cpu1_set(true));
 	/* One-page buffers: one closes every few hundred events. */
 	ASSERT_EQ(0, pt_st_mod_reload("buf_size=4096 nr_bufs=4 flush_ms=10"));

@@ -414,6 +414,8 @@ static int load_start(struct load *l)
 		l->why_not[LOAD_THP] = "THP disabled (enabled is [never])";
 	if (access(PT_ST_CPU1_ONLINE, W_OK))
 		l->why_not[LOAD_HOTPLUG] = "no " PT_ST_CPU1_ONLINE " (one CPU, or no CONFIG_HOTPLUG_CPU)";
+	else if (pt_st_cpu_unplug_hangs())
+		l->why_not[LOAD_HOTPLUG] = pt_st_cpu_unplug_hangs();
 	l->thp_before = vmstat_get("thp_fault_alloc");
 	for (int k = 0; k < NR_LOADS; k++) {
 		if (l->why_not[k]) {

@@ -400,6 +400,8 @@ TEST_F_TIMEOUT(st, hotplug, 240)
 
 	if (access(PT_ST_CPU1_ONLINE, W_OK))
 		SKIP(return, "no %s: needs 2 CPUs and CONFIG_HOTPLUG_CPU", PT_ST_CPU1_ONLINE);
+	if (pt_st_cpu_unplug_hangs())
+		SKIP(return, "%s", pt_st_cpu_unplug_hangs());
 	ASSERT_EQ(0, pt_st_cpu1_set(true));
 	ASSERT_EQ(0, pt_st_mod_reload("flush_ms=50"));
 	self->fd = open(DEV, O_RDONLY | O_CLOEXEC);

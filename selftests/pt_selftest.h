@@ -69,6 +69,12 @@ long pt_st_env_long(const char *name, long def);
 /* pt_st_cpu1_set() - CPU 1 online (@on) or offline: 0 or -errno. */
 #define PT_ST_CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
 int pt_st_cpu1_set(bool on);
+/*
+ * pt_st_cpu_unplug_hangs() - why taking a CPU down under load hangs this
+ * kernel whether or not pagetrace is loaded, or NULL.  A CPU hotplug
+ * test skips with it instead of hanging the machine for the tests after.
+ */
+const char *pt_st_cpu_unplug_hangs(void);
 /* The same for a parameter of any @module (pagetrace_gt.ko's, say). */
 int pt_st_set_module_param(const char *module, const char *name,
 			   const char *value);
