@@ -10,7 +10,8 @@
  * module's default parameters are back afterwards.  The file ends with the
  * kernel's zone counters at the stop, and pagetrace report's table sets
  * them beside the trace's count, none off.  pagetrace top reads the mapped
- * session live and shows our task.  Runs as root with
+ * session live and shows our task, and its cgroup (one of ours) with the
+ * task's numbers.  Runs as root with
  * pagetrace.ko loaded (skips otherwise, and without the CLI).
  */
 #define _GNU_SOURCE
@@ -223,25 +224,74 @@ TEST_F_TIMEOUT(rec, command, 120)
 	unlink("/tmp/pt-cmd.bin");
 }
 
+#define CG_ROOT		"/sys/fs/cgroup"
+#define TOP_CG		CG_ROOT "/pt-top-cg"
+
+/* A cgroup v2 child of the root, mounting cgroup2 there if need be. */
+static int top_cgroup_make(void)
+{
+	if (access(CG_ROOT "/cgroup.procs", F_OK)) {
+		mkdir(CG_ROOT, 0755);
+		if (mount("none", CG_ROOT, "cgroup2", 0, NULL))
+			return -errno;
+	}
+	if (mkdir(TOP_CG, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* The line of @frame (up to @end) that starts with @head, or NULL. */
+static const char *frame_line(const char *frame, const char *end, const char *head)
+{
+	size_t l = strlen(head);
+
+	for (const char *p = frame; p && p < end; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (!strncmp(p, head, l))
+			return p;
+	return NULL;
+}
+
+/*
+ * A table row's numbers (ALLOC/s FREE/s RECLAIM/s IN USE CHANGE), which
+ * follow its 25-column first field, in @buf.  Returns the ALLOC/s.
+ */
+static double row_numbers(const char *line, char *buf, size_t len)
+{
+	size_t n = strcspn(line, "\n");
+
+	if (n < 26)
+		n = 26;
+	snprintf(buf, len, "%.*s", (int)(n - 25), line + 25);
+	return strtod(buf, NULL);
+}
+
 /*
  * pagetrace top, live: three frames of the mapped session in batch mode
  * while a task of ours named pt-top-load writes files, with the lost count
- * and our task among the rows.
+ * and our task among the rows.  The task runs in a cgroup v2 child cgroup
+ * of its own (pt-top-cg), so the cgroup table, from /proc/PID/cgroup, must
+ * have a /pt-top-cg row with exactly the task's numbers, and allocations.
  */
 TEST_F_TIMEOUT(rec, top_live, 120)
 {
 	struct pt_st_buf out = { 0 };
-	const char *p;
-	int st = -1, frames = 0;
+	const char *p, *next, *end;
+	int st = -1, frames = 0, cg_rows = 0, go[2];
+	char c = 'g', pid_s[16];
 	pid_t pid, load;
 
 	REC_READY();
+	ASSERT_EQ(0, top_cgroup_make()) TH_LOG("no cgroup v2 to make " TOP_CG " in");
+	ASSERT_EQ(0, pipe(go));
 	load = pt_st_fork_tied();
 	ASSERT_LE(0, load);
 	if (load == 0) {
 		static char buf[1 << 16];
 
 		prctl(PR_SET_NAME, "pt-top-load");
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
 		for (;;) {
 			int fd = open("/tmp/pt-top-load", O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
@@ -253,6 +303,19 @@ TEST_F_TIMEOUT(rec, top_live, 120)
 			unlink("/tmp/pt-top-load");
 		}
 	}
+	close(go[0]);
+	snprintf(pid_s, sizeof(pid_s), "%d", load);
+	st = pt_st_write_file(TOP_CG "/cgroup.procs", pid_s);
+	if (!st && write(go[1], &c, 1) != 1)
+		st = -1;
+	close(go[1]);
+	if (st) {
+		kill(load, SIGKILL);
+		waitpid(load, NULL, 0);
+		rmdir(TOP_CG);
+	}
+	ASSERT_EQ(0, st) TH_LOG("cannot move the load into " TOP_CG);
+	st = -1;
 	/* Frames to a file: three of them outgrow a pipe's buffer. */
 	pid = fork();
 	if (pid == 0) {
@@ -271,15 +334,40 @@ TEST_F_TIMEOUT(rec, top_live, 120)
 	kill(load, SIGKILL);
 	waitpid(load, NULL, 0);
 	unlink("/tmp/pt-top-load");
+	rmdir(TOP_CG);
 	ASSERT_LT(0, pid);
 	ASSERT_EQ(0, pt_st_load_file("/tmp/pt-top.txt", &out));
 	unlink("/tmp/pt-top.txt");
 	pt_st_buf_add(&out, "", 1);
-	TH_LOG("%.3000s", (char *)out.p);
+	TH_LOG("%.6000s", (char *)out.p);
 	EXPECT_EQ(0, st);
-	for (p = (char *)out.p; (p = strstr(p, "pagetrace top - live /dev/pagetrace")); p++)
+	p = strstr((char *)out.p, "pagetrace top - live /dev/pagetrace");
+	for (; p; p = next) {
+		const char *task, *cg, *head;
+		char tn[128], cn[128];
+
 		frames++;
+		next = strstr(p + 1, "pagetrace top - live /dev/pagetrace");
+		end = next ? next : p + strlen(p);
+		/* The task's row ("    TGID COMM"), by its pid and name. */
+		snprintf(tn, sizeof(tn), "%8d pt-top-load ", load);
+		task = frame_line(p, end, tn);
+		head = frame_line(p, end, "CGROUP ");
+		cg = head ? frame_line(head, end, "/pt-top-cg ") : NULL;
+		if (!task && !cg)
+			continue;
+		EXPECT_NE(NULL, task) TH_LOG("frame %d: a /pt-top-cg row, no task row", frames);
+		EXPECT_NE(NULL, cg) TH_LOG("frame %d: no /pt-top-cg row in the cgroup table",
+					   frames);
+		if (!task || !cg)
+			continue;
+		cg_rows++;
+		EXPECT_LT(0, row_numbers(cg, cn, sizeof(cn)));
+		row_numbers(task, tn, sizeof(tn));
+		EXPECT_STREQ(tn, cn) TH_LOG("frame %d: task %s, cgroup %s", frames, tn, cn);
+	}
 	EXPECT_EQ(3, frames);
+	EXPECT_LE(2, cg_rows);
 	EXPECT_NE(NULL, strstr((char *)out.p, "\nlost: "));
 	EXPECT_NE(NULL, strstr((char *)out.p, " pt-top-load "));
 	pt_st_buf_free(&out);
