@@ -28,11 +28,16 @@ static int __init pt_init(void)
 	ret = pt_clock_init();
 	if (ret)
 		goto exit_mem_guard;
-	ret = pt_device_register();
+	ret = pt_sessions_init();
 	if (ret)
 		goto exit_clock;
+	ret = pt_device_register();
+	if (ret)
+		goto exit_sessions;
 	return 0;
 
+exit_sessions:
+	pt_sessions_exit();
 exit_clock:
 	pt_clock_exit();
 exit_mem_guard:

@@ -344,6 +344,7 @@ struct pt_choice_param {
 extern const struct kernel_param_ops pt_choice_param_ops;
 
 /* session.c */
+int pt_sessions_init(void);
 void pt_sessions_exit(void);
 int pt_session_start(struct pt_session **out);
 void pt_session_stop(struct pt_session *sess);
