@@ -135,11 +135,20 @@ TEST_F_TIMEOUT(rec, duration, 120)
 	ASSERT_TRUE(self->d.found_alloc);
 }
 
+/* Whether @html has the row @tr followed by @cells. */
+static bool has_row(const struct pt_st_buf *html, const char *tr, const char *cells)
+{
+	char row[200];
+
+	snprintf(row, sizeof(row), "%s%s", tr, cells);
+	return strstr((const char *)html->p, row);
+}
+
 /*
  * pagetrace report of /tmp/pt-cmd.bin (@r, drained) checks the trace against
  * the kernel: its table has a row per zone at start and at stop with the
  * kernel's count from the stream, and none of them is marked off (more
- * than 0.1% and 2 pages apart).
+ * than 0.1% and 2 pages apart; "short" where the snapshot says why).
  */
 static void check_report_counts(struct __test_metadata *_metadata,
 				FIXTURE_DATA(rec) *self, struct pgtrace_reader *r)
@@ -152,6 +161,13 @@ static void check_report_counts(struct __test_metadata *_metadata,
 	char row[160];
 	int rfd, st;
 	pid_t pid;
+	/*
+	 * Where the walk could not read the per-CPU lists (5.10 PREEMPT_RT)
+	 * the trace may be short by the pages it took as free: such a row
+	 * is "short", and only those.
+	 */
+	const struct pagetrace_rec_snapshot *snap = pgtrace_reader_snapshot(r);
+	bool short_ok = snap && !(snap->flags & PAGETRACE_SNAPSHOT_PCP) && snap->taken_free;
 
 	pid = rec_start(self, argv, &rfd);
 	ASSERT_LT(0, pid);
@@ -172,10 +188,12 @@ static void check_report_counts(struct __test_metadata *_metadata,
 				if (zones[i].node == z->node && zones[i].zone == z->zone)
 					name = zones[i].name;
 			ASSERT_NE(NULL, name);
-			snprintf(row, sizeof(row), "<tr><td>%s</td><td>%u/%s</td><td>%lld</td>",
+			snprintf(row, sizeof(row), "<td>%s</td><td>%u/%s</td><td>%lld</td>",
 				 at[w], z->node, name,
 				 (long long)pgtrace_zone_counters_in_use(z));
-			EXPECT_NE(NULL, strstr((char *)html.p, row)) TH_LOG("no row %s", row);
+			EXPECT_TRUE(has_row(&html, "<tr>", row) ||
+				    (short_ok && has_row(&html, "<tr class=\"short\">", row)))
+				TH_LOG("no row %s", row);
 		}
 	}
 	EXPECT_EQ(NULL, strstr((char *)html.p, "<tr class=\"off\">"))

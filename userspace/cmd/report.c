@@ -807,7 +807,7 @@ static const char css[] =
 	"h2{font-size:14px}table.tasks{border-collapse:collapse}"
 	"table.tasks td,table.tasks th{padding:2px 10px;border-bottom:1px solid #ddd}"
 	"table.tasks td{text-align:right}table.tasks td:nth-child(2){text-align:left}"
-	"tr.off td{color:#c00;font-weight:bold}";
+	"tr.off td{color:#c00;font-weight:bold}tr.short td{color:#777}";
 
 int cmd_report(int argc, char **argv)
 {

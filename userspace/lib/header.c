@@ -156,6 +156,18 @@ static int parse_records(struct pgtrace_reader *r, const unsigned char *p, size_
 			r->nr_zones++;
 			break;
 		}
+		case PAGETRACE_REC_SNAPSHOT: {
+			uint64_t *w = (uint64_t *)&r->snapshot_rec;
+
+			if (r->has_snapshot_rec)
+				return pgtrace_set_error(r, -EBADMSG, off,
+						    "second snapshot record");
+			/* Fields a shorter (older) record lacks read 0. */
+			for (uint32_t i = 0; i < sizeof(r->snapshot_rec) / 8 && 8 * i + 8 <= size; i++)
+				w[i] = pgtrace_load64(pl + 8 * i);
+			r->has_snapshot_rec = true;
+			break;
+		}
 		case PAGETRACE_REC_SESSION:
 			if (r->has_session)
 				return pgtrace_set_error(r, -EBADMSG, off,
@@ -404,4 +416,9 @@ const char *pgtrace_event_type_name(unsigned int type)
 		return "task";
 	}
 	return "?";
+}
+
+const struct pagetrace_rec_snapshot *pgtrace_reader_snapshot(const struct pgtrace_reader *r)
+{
+	return r->has_snapshot_rec ? &r->snapshot_rec : NULL;
 }

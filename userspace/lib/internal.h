@@ -101,6 +101,9 @@ struct pgtrace_reader {
 	struct pagetrace_rec_filter filter_rec;
 	bool			has_stacks_rec;
 	bool			has_filter_rec;
+	/* The memory map's header record (header.c). */
+	struct pagetrace_rec_snapshot	snapshot_rec;
+	bool			has_snapshot_rec;
 	/* The zones' counters, PGTRACE_KERNEL_COUNTERS_START and _STOP (counters.c). */
 	struct pgtrace_kernel_counters	counters[2];
 	/* The chunk being decoded is a symbol chunk. */

@@ -225,6 +225,13 @@ const struct pgtrace_kernel_counters *pgtrace_reader_kernel_counters(const struc
 							unsigned int which);
 /* The kernel's pages in use in @z: present - free - per-CPU lists. */
 int64_t pgtrace_zone_counters_in_use(const struct pgtrace_zone_counters *z);
+/*
+ * The snapshot header record (how the memory map was walked at start) in
+ * host byte order, or NULL without one.  Where its flags lack
+ * PAGETRACE_SNAPSHOT_PCP the trace may start up to its taken_free pages
+ * short of the kernel's count.
+ */
+const struct pagetrace_rec_snapshot *pgtrace_reader_snapshot(const struct pgtrace_reader *r);
 
 /*
  * Decode the next event into @ev: 1 with an event, 0 at a clean end of the

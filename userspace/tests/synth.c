@@ -56,36 +56,45 @@ static const struct pgtrace_zone synth_zone = {
 
 static void init_header(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 			unsigned int flags, const struct pgtrace_zone *zones,
-			unsigned int nr_zones, uint64_t counters_ns);
+			unsigned int nr_zones, uint64_t counters_ns,
+			const struct pagetrace_rec_snapshot *snap);
 
 void synth_init(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		unsigned int flags)
 {
-	init_header(s, nr_cpus, chunk_size, flags, &synth_zone, 1, 0);
+	init_header(s, nr_cpus, chunk_size, flags, &synth_zone, 1, 0, NULL);
 }
 
 void synth_init_counted(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 			unsigned int flags, uint64_t counters_ns)
 {
-	init_header(s, nr_cpus, chunk_size, flags, &synth_zone, 1, counters_ns);
+	init_header(s, nr_cpus, chunk_size, flags, &synth_zone, 1, counters_ns, NULL);
 }
 
 void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 		      unsigned int flags, const struct pgtrace_zone *zones, unsigned int nr_zones)
 {
-	init_header(s, nr_cpus, chunk_size, flags, zones, nr_zones, 0);
+	init_header(s, nr_cpus, chunk_size, flags, zones, nr_zones, 0, NULL);
 }
 
 void synth_init_zones_counted(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 			      unsigned int flags, const struct pgtrace_zone *zones,
 			      unsigned int nr_zones, uint64_t counters_ns)
 {
-	init_header(s, nr_cpus, chunk_size, flags, zones, nr_zones, counters_ns);
+	init_header(s, nr_cpus, chunk_size, flags, zones, nr_zones, counters_ns, NULL);
+}
+
+void synth_init_snapshot_rec(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+			     uint64_t counters_ns, const struct pagetrace_rec_snapshot *snap)
+{
+	init_header(s, nr_cpus, chunk_size, PAGETRACE_FLAG_SNAPSHOT, &synth_zone, 1,
+		    counters_ns, snap);
 }
 
 static void init_header(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 			unsigned int flags, const struct pgtrace_zone *zones,
-			unsigned int nr_zones, uint64_t counters_ns)
+			unsigned int nr_zones, uint64_t counters_ns,
+			const struct pagetrace_rec_snapshot *snap)
 {
 	struct pagetrace_rec_session ses = {
 		.nr_bufs = htole32(4), .backend = htole32(PAGETRACE_BACKEND_KPROBE),
@@ -181,6 +190,15 @@ static void init_header(struct synth *s, unsigned int nr_cpus, unsigned int chun
 		};
 
 		put_record(s, PAGETRACE_REC_COUNTERS, &rc, sizeof(rc));
+	}
+	if (snap) {
+		struct pagetrace_rec_snapshot le;
+		const uint64_t *from = (const uint64_t *)snap;
+		uint64_t *to = (uint64_t *)&le;
+
+		for (size_t i = 0; i < sizeof(le) / 8; i++)
+			to[i] = htole64(from[i]);
+		put_record(s, PAGETRACE_REC_SNAPSHOT, &le, sizeof(le));
 	}
 	put_record(s, PAGETRACE_REC_END, NULL, 0);
 	h->header_size = s->len - hdr_start;

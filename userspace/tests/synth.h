@@ -67,6 +67,12 @@ void synth_init_zones(struct synth *s, unsigned int nr_cpus, unsigned int chunk_
 void synth_init_zones_counted(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
 			      unsigned int flags, const struct pgtrace_zone *zones,
 			      unsigned int nr_zones, uint64_t counters_ns);
+/*
+ * synth_init_counted() with PAGETRACE_FLAG_SNAPSHOT and the snapshot
+ * header record @snap (host byte order; NULL: none).
+ */
+void synth_init_snapshot_rec(struct synth *s, unsigned int nr_cpus, unsigned int chunk_size,
+			     uint64_t counters_ns, const struct pagetrace_rec_snapshot *snap);
 void synth_free(struct synth *s);
 
 /* t is clamped up to the CPU's last time, as a writer must. */
