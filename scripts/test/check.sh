@@ -313,6 +313,13 @@ check_tracecmd_vm() {
 		rc=1
 	fi
 	emit "$P" tracecmd-vm "$rc" <"$log"
+	# Passed: the converted file and the screenshot are kept, not the
+	# reports and dumps compared (about 150 MB for a 2 MB trace).
+	if [ "$rc" = 0 ]; then
+		rm -f "$OUT/tracecmd-$rel"/*.report* "$OUT/tracecmd-$rel"/*.dump \
+			"$OUT/tracecmd-$rel"/*.bad.* "$OUT/tracecmd-$rel"/*.cut.* \
+			"$OUT/tracecmd-$rel"/kernelshark/trace.dat
+	fi
 }
 
 # make_share PREFIX DIR KO GT-KO: a fresh share for the VM in DIR: the
