@@ -149,13 +149,15 @@ static void pt_flush_work_fn(struct work_struct *work)
 /*
  * The grace period is waited for by synchronize_rcu_tasks() on
  * pt_tasks_wq, not by a call_rcu_tasks() callback: newer kernels batch
- * call_rcu_tasks() callbacks for a while before they start a grace
- * period for them (rcupdate.rcu_tasks_lazy_ms), synchronize_rcu_tasks()
- * never; on 7.3 in the VM a start took 0.61 s with the batching and 0.45
- * s with it turned off (rcupdate.rcu_tasks_lazy_ms=0).  The
- * work item outlives an opener that stops waiting (a timeout or a fatal
- * signal): the wait's state is freed by whichever of the two is last, and
- * pt_sessions_exit() destroys the workqueue, which waits for the item.
+ * call_rcu_tasks() callbacks for a while before they start a grace period
+ * for them (rcupdate.rcu_tasks_lazy_ms), synchronize_rcu_tasks() never
+ * (design.rst has the figures).  The work item may outlive an opener that
+ * stops waiting (a timeout or a fatal signal): the wait's state is freed
+ * by whichever of the two is last, and pt_sessions_exit() destroys the
+ * workqueue, which waits for the item.  A grace period held back for
+ * minutes leaves the kworker blocked that long: the kernel's hung task
+ * check reports it on kernels whose Tasks RCU waits uninterruptibly
+ * (5.10, 6.1), as it would any synchronize_rcu_tasks() caller.
  */
 static struct workqueue_struct *pt_tasks_wq;
 
@@ -179,7 +181,8 @@ static void pt_tasks_wait_fn(struct work_struct *work)
  * Wait for a Tasks RCU grace period, at most PT_TASKS_WAIT_MAX: 0 (ended
  * or given up on, which the kernel log says), or -ERESTARTSYS on a fatal
  * signal, -ENOMEM.  Without CONFIG_TASKS_RCU, synchronize_rcu_tasks() is
- * synchronize_rcu(), enough where no task is preempted in the kernel.
+ * synchronize_rcu(), enough on 5.10's non-preemptible kernels: the
+ * window has no preemption point.
  */
 static int pt_wait_tasks(void)
 {

@@ -9,9 +9,9 @@
  * pagetrace_gt's spinning kernel thread (spin_on) the open() must take
  * that second, no less (the wait is there) and not much more (it gives
  * up), and succeed; the kernel log says so; a SIGKILL during the wait
- * ends the open(); once the thread stops, a session opens again and the
- * module unloads (module exit waits for the callbacks the abandoned waits
- * left queued).  Needs root, pagetrace.ko and pagetrace_gt.ko
+ * ends the open(); the module's unload waits for the grace periods the
+ * abandoned waits left running and ends once the thread stops; then the
+ * module loads again and a session opens.  Needs root, pagetrace.ko and pagetrace_gt.ko
  * (pt_selftest.c loads them); skips on a kernel without CONFIG_TASKS_RCU,
  * where the wait is a normal RCU grace period that no kernel thread can
  * hold back.
@@ -99,12 +99,27 @@ TEST_F_TIMEOUT(start, held_back, 120)
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
 	TH_LOG("the second open() %s", WIFSIGNALED(st) ? "was killed" : "had returned");
 
-	/* Nothing left behind: a session opens again, the module unloads. */
+	/*
+	 * The waits given up on are still running: the module's exit waits
+	 * for them (its unload is held back as long as the grace period),
+	 * and ends once the thread stops.
+	 */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(pt_st_mod_unload() ? 1 : 0);
+	usleep(500000);
+	EXPECT_EQ(0, waitpid(pid, &st, WNOHANG))
+		TH_LOG("the module unloaded while a grace period it waits for was held back");
 	ASSERT_EQ(0, pt_st_gt_run("spin_off", self->report, sizeof(self->report)));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("the unload failed");
+
+	/* Nothing left behind: the module loads again and a session opens. */
+	ASSERT_EQ(0, pt_st_mod_reload(NULL));
 	fd = open(DEV, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd) TH_LOG("open after the held-back starts: %s", strerror(errno));
 	close(fd);
-	EXPECT_EQ(0, pt_st_mod_reload(NULL));
 }
 
 TEST_HARNESS_MAIN
