@@ -39,21 +39,8 @@ rec() { # NAME TRACE-CMD-OPTIONS...
 	rm -f /tmp/$name.dat
 	echo $rc >$R/$name.rc
 }
-# buffer_percent 0: trace-cmd's poll of a CPU buffer then wakes for any data
-# without counting the buffer's dirty pages, which Debian's 5.10-rt does
-# racily: WARNING in ring_buffer_nr_dirty_pages() from
-# ring_buffer_poll_wait(), pagetrace unloaded, now and then in these
-# recordings (a kernel defect; the VM's splat check fails on it).
-BP=
-[ -e /sys/kernel/tracing/buffer_percent ] ||
-	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
-for t in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-	[ -w $t/buffer_percent ] && { BP=$t/buffer_percent; break; }
-done
-[ -n "$BP" ] && { bp_was=$(cat $BP); echo 0 >$BP; }
 rec kmem
 rec kmem-stacks -T
 # 4 KiB per CPU: the ring buffer drops events, which must show as losses.
 rec kmem-lossy -b 4
-[ -n "$BP" ] && echo "$bp_was" >$BP
 sync
