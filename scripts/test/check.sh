@@ -237,9 +237,20 @@ fi
 # and the validator says when it turns itself off; debugobjects reports
 # start with "ODEBUG:".  The frames of a backtrace ("? lockdep_foo+0x1/0x2")
 # count only through their Call Trace line: a function's name may hold any
-# of these words.
+# of these words.  One kernel defect is set apart: during trace-cmd's own
+# recordings (tracedat-guest, pagetrace unloaded), Debian's 5.10-rt now
+# and then warns in its ring buffer's ring_buffer_nr_dirty_pages() (pages
+# read past pages touched, from trace-cmd's poll); it is listed, not
+# failed on.
+known=$(awk '
+	/^### / { step = $2; next }
+	step == "tracedat-guest" && /WARNING:.* at kernel\/trace\/ring_buffer\.c:[0-9]+ ring_buffer_nr_dirty_pages/ { print step ": " $0 }' $K)
+[ -n "$known" ] && echo "$known" | sed 's/^/# known kernel defect, not counted: /' >>$V
 splats=$(awk '
 	/^### / { step = $2; next }
+	/---\[ end trace/ { known = 0 }
+	step == "tracedat-guest" && /WARNING:.* at kernel\/trace\/ring_buffer\.c:[0-9]+ ring_buffer_nr_dirty_pages/ { known = 1; next }
+	known { next }
 	/invoked oom-killer:/ { oom = 1 }
 	/Killed process|Out of memory/ { oom = 0 }
 	/^\[[ 0-9.]*\] +(\? )?[^ ]+\+0x[0-9a-f]+\/0x[0-9a-f]+( \[[^]]*\])?$/ { next }
