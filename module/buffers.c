@@ -95,10 +95,11 @@ static void pt_flush_one(struct pt_cpu *c)
 	pt_writer_fold(c);
 	/*
 	 * For an offline CPU this runs on another CPU's clock, which may lag
-	 * (local_clock() is per CPU): never open before the CPU's last sync.
+	 * (local_clock() is per CPU): pt_open_chunk() opens no earlier than
+	 * the CPU's last sync.
 	 */
 	if (!c->chunk && c->lost &&
-	    !pt_open_chunk(c, max(pt_clock_now(), c->base)))
+	    !pt_open_chunk(c, c->clock_local ? local_clock() : pt_clock_now()))
 		return;
 	if (c->chunk && (c->len > 2 || c->lost))
 		pt_close_chunk(c, PAGETRACE_CHUNK_FLUSHED);
@@ -245,6 +246,46 @@ void pt_set_overwrite(struct pt_session *sess, bool on)
 	for_each_possible_cpu(cpu) {
 		if (!cpu_online(cpu))
 			sess->cpus[cpu].overwrite = on;
+	}
+	cpus_read_unlock();
+	mutex_unlock(&sess->flush_lock);
+}
+
+static void pt_leave_tsc_ipi(void *info)
+{
+	struct pt_session *sess = info;
+	struct pt_cpu *c = &sess->cpus[smp_processor_id()];
+
+	if (WARN_ON_ONCE(!pt_writer_enter(c)))
+		return;
+	/* This CPU's TSC, read after every event it stamped from it. */
+	pt_writer_leave_tsc(c, pt_tsc_now());
+	pt_writer_exit(c);
+}
+
+/**
+ * pt_buffers_leave_tsc - move every CPU's writer from the TSC to local_clock()
+ * @sess: a session whose events are stamped from the TSC
+ *
+ * The same ragged barrier as pt_flush(): each online CPU changes over in
+ * an IPI, at an instant between two of its events, from a floor at its
+ * own TSC time (pt_writer_leave_tsc()).  An offline CPU stamped its last
+ * event before it went down, so a TSC read here is after it as long as
+ * the TSCs are synchronised; a TSC the kernel stopped trusting may not
+ * be, and such a CPU's floor is then only as good as that.  May sleep.
+ */
+void pt_buffers_leave_tsc(struct pt_session *sess)
+{
+	unsigned int cpu;
+	u64 floor;
+
+	mutex_lock(&sess->flush_lock);
+	cpus_read_lock();
+	on_each_cpu(pt_leave_tsc_ipi, sess, true);
+	floor = pt_tsc_now();
+	for_each_possible_cpu(cpu) {
+		if (!cpu_online(cpu))
+			pt_writer_leave_tsc(&sess->cpus[cpu], floor);
 	}
 	cpus_read_unlock();
 	mutex_unlock(&sess->flush_lock);

@@ -28,22 +28,21 @@
  * (tsc_restore_sched_clock_state()) so that local_clock() carries on
  * where it stopped.  Our offset, fixed at the session start, would not
  * follow: if the TSC restarts lower, every event after the resume could
- * be stamped before the ones before the suspend.  So when the PM notifier
- * says the system is about to sleep, a session on the TSC goes over to
- * local_clock() for the rest of its life: the key is switched off, and
- * every chunk closed from then on carries PAGETRACE_CHUNK_CLOCK_LOCAL
- * (pt_clock_chunk_flags).  No session picks the TSC while the system is
- * between the notice and the resume.
+ * be stamped before the ones before the suspend.  So when the system is
+ * about to sleep (sleep.c), a session on the TSC goes over to
+ * local_clock() for the rest of its life, in three steps:
+ * pt_clock_sleep_begin() keeps new sessions off the TSC, the session
+ * moves each CPU's writer over (pt_writer_leave_tsc()), and
+ * pt_clock_leave_tsc() switches the static key off; every chunk closed
+ * from then on carries PAGETRACE_CHUNK_CLOCK_LOCAL (pt_clock_chunk_flags).
  *
- * Limitation: the writer clamps a time only to its chunk's base, not to
- * the CPU's last event, so at the change a CPU's next event may be
- * stamped before its last one by as much as the two clocks disagree:
- * pt_tsc.error_ns while the kernel trusts the TSC (a few ns; a decoder
- * sees it only where it crosses a 128 ns step), but any amount if the
- * kernel marked the TSC unstable during the session (above), and a
- * decoder then rejects the stream from there on.  Making the change on
- * each CPU inside the writer, from a floor at the last time it wrote,
- * would close this; not done yet.
+ * The two clocks disagree by pt_tsc.error_ns while the kernel trusts the
+ * TSC, and by any amount once it has marked the TSC unstable (above):
+ * local_clock() may be behind the TSC's last times.  The writer moves
+ * over on each CPU at one instant, with interrupts off, and from a floor
+ * at that CPU's TSC time then; its events never go before it
+ * (pt_writer_leave_tsc()), so a CPU's times stay in order across the
+ * change, whatever the two clocks say.
  */
 #include <linux/clocksource.h>
 #include <linux/cpufreq.h>
@@ -51,7 +50,6 @@
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
-#include <linux/suspend.h>
 #include <linux/time64.h>
 #include <linux/timekeeping.h>
 
@@ -70,7 +68,7 @@ u16 pt_clock_chunk_flags __read_mostly;
 
 /*
  * Serialises the clock's changes: a session choosing its clock against
- * the PM notifier leaving the TSC.  Guards pt_clock_sleeping and the
+ * the system leaving the TSC before it sleeps.  Guards pt_clock_sleeping and the
  * writes of pt_clock_tsc and pt_clock_chunk_flags.
  */
 static DEFINE_MUTEX(pt_clock_lock);
@@ -91,6 +89,17 @@ static struct pt_choice_param pt_clock_param = {
 module_param_cb(clock, &pt_choice_param_ops, &pt_clock_param, 0644);
 MODULE_PARM_DESC(clock,
 		 "Event clock: auto (the TSC scaled as sched_clock scales it, where the kernel trusts it; else local_clock) or local (default auto)");
+
+/*
+ * For tests only: nanoseconds added to the TSC clock, so that it runs
+ * ahead of local_clock() as a TSC the kernel stopped trusting may; a test
+ * then sees that a CPU's times stay in order when its session leaves the
+ * TSC (selftests/pagetrace_clock_test.c).  0 in use.
+ */
+static ulong pt_tsc_skew_ns;
+module_param_named(tsc_skew_ns, pt_tsc_skew_ns, ulong, 0644);
+MODULE_PARM_DESC(tsc_skew_ns,
+		 "Testing: nanoseconds the TSC clock runs ahead of local_clock() (default 0)");
 
 #ifdef CONFIG_X86_TSC
 /*
@@ -151,7 +160,8 @@ static void pt_tsc_setup(void)
 	}
 	pt_tsc.mult = mult;
 	pt_tsc.shift = shift;
-	pt_tsc.offset = at - pt_tsc_scale(mid, mult, shift);
+	pt_tsc.offset = at - pt_tsc_scale(mid, mult, shift) +
+			READ_ONCE(pt_tsc_skew_ns);
 	pt_tsc.error_ns = pt_tsc_scale(best - best / 2, mult, shift) + 1;
 }
 #else
@@ -192,52 +202,54 @@ unsigned int pt_clock_select(void)
 	return clock;
 }
 
-/*
- * The PM notifier: leave the TSC before the system sleeps (see the top of
- * this file).  Runs in the task that started the transition; may sleep.
+/**
+ * pt_clock_sleep_begin - the system is about to sleep: keep new sessions
+ * off the TSC
+ *
+ * Context: process context; may sleep.
+ *
+ * Return: whether events are stamped from the TSC now, so that the
+ * caller moves the session's writers over and calls pt_clock_leave_tsc().
  */
-static int pt_clock_pm_event(struct notifier_block *nb, unsigned long action,
-			     void *unused)
+bool pt_clock_sleep_begin(void)
+{
+	bool tsc;
+
+	mutex_lock(&pt_clock_lock);
+	pt_clock_sleeping = true;
+	tsc = static_key_enabled(&pt_clock_tsc);
+	mutex_unlock(&pt_clock_lock);
+	return tsc;
+}
+
+/**
+ * pt_clock_leave_tsc - stamp every event with local_clock() from now on
+ *
+ * Called after pt_clock_sleep_begin() and once the writers of the session
+ * on the TSC, if one still runs, left it (pt_writer_leave_tsc()): this
+ * turns the TSC's fast path off.  May sleep.
+ */
+void pt_clock_leave_tsc(void)
 {
 	mutex_lock(&pt_clock_lock);
-	switch (action) {
-	case PM_SUSPEND_PREPARE:
-	case PM_HIBERNATION_PREPARE:
-	case PM_RESTORE_PREPARE:
-		pt_clock_sleeping = true;
-		if (!static_key_enabled(&pt_clock_tsc))
-			break;
+	/* A session started since chose local_clock(): nothing to leave. */
+	if (static_key_enabled(&pt_clock_tsc)) {
 		/* Chunks closed from here on may hold local_clock() times. */
 		WRITE_ONCE(pt_clock_chunk_flags, PAGETRACE_CHUNK_CLOCK_LOCAL);
 		static_branch_disable(&pt_clock_tsc);
 		pr_info("pagetrace: the system is going to sleep: events are stamped with local_clock(), not the TSC, until the next session\n");
-		break;
-	case PM_POST_SUSPEND:
-	case PM_POST_HIBERNATION:
-	case PM_POST_RESTORE:
-		pt_clock_sleeping = false;
-		break;
 	}
 	mutex_unlock(&pt_clock_lock);
-	return NOTIFY_DONE;
 }
-
-static struct notifier_block pt_clock_pm_nb = {
-	.notifier_call = pt_clock_pm_event,
-};
 
 /**
- * pt_clock_init - watch for suspend and hibernation
+ * pt_clock_sleep_end - the system is back: sessions may choose the TSC
  *
- * Return: 0 or -errno.
+ * Context: process context; may sleep.
  */
-int pt_clock_init(void)
+void pt_clock_sleep_end(void)
 {
-	return register_pm_notifier(&pt_clock_pm_nb);
-}
-
-/** pt_clock_exit - undo pt_clock_init() */
-void pt_clock_exit(void)
-{
-	unregister_pm_notifier(&pt_clock_pm_nb);
+	mutex_lock(&pt_clock_lock);
+	pt_clock_sleeping = false;
+	mutex_unlock(&pt_clock_lock);
 }

@@ -25,12 +25,12 @@ static int __init pt_init(void)
 	ret = pt_mem_guard_init();
 	if (ret)
 		return ret;
-	ret = pt_clock_init();
+	ret = pt_sleep_init();
 	if (ret)
 		goto exit_mem_guard;
 	ret = pt_sessions_init();
 	if (ret)
-		goto exit_clock;
+		goto exit_sleep;
 	ret = pt_device_register();
 	if (ret)
 		goto exit_sessions;
@@ -38,8 +38,8 @@ static int __init pt_init(void)
 
 exit_sessions:
 	pt_sessions_exit();
-exit_clock:
-	pt_clock_exit();
+exit_sleep:
+	pt_sleep_exit();
 exit_mem_guard:
 	pt_mem_guard_exit();
 	return ret;
@@ -50,7 +50,7 @@ static void __exit pt_exit(void)
 	/* The open file pins the module, so no session is left here. */
 	pt_device_unregister();
 	pt_sessions_exit();
-	pt_clock_exit();
+	pt_sleep_exit();
 	pt_mem_guard_exit();
 }
 

@@ -147,6 +147,7 @@ struct pt_cpu {
 	u64			overwritten;	/* chunks overwritten (flight) */
 	bool			overwrite;	/* full ring: overwrite the oldest */
 	bool			tasks;		/* write task records and names */
+	bool			clock_local;	/* left the TSC; see pt_emit_slow */
 	u32			task;		/* owner of the last event, see pt_write */
 	u64			now;		/* the event pt_emit_slow() takes */
 	u64			nested_seen;	/* @nested already counted lost */
@@ -351,6 +352,7 @@ void pt_session_stop(struct pt_session *sess);
 void pt_session_free(struct pt_session *sess);
 void pt_session_flush(struct pt_session *sess, bool all);
 unsigned long pt_session_missed(struct pt_session *sess);
+void pt_session_leave_tsc(void);
 
 /* writer.c */
 void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages);
@@ -359,6 +361,7 @@ void pt_emit_alloc(unsigned long pfn, unsigned long npages,
 bool pt_open_chunk(struct pt_cpu *c, u64 now);
 void pt_close_chunk(struct pt_cpu *c, u16 flags);
 void pt_writer_fold(struct pt_cpu *c);
+void pt_writer_leave_tsc(struct pt_cpu *c, u64 floor);
 bool pt_writer_pending(const struct pt_cpu *c);
 void pt_writers_publish(struct pt_session *sess);
 unsigned long pt_turned_away_pages(void);
@@ -369,6 +372,7 @@ int pt_buffers_alloc(struct pt_session *sess);
 void pt_buffers_free(struct pt_session *sess);
 void pt_flush(struct pt_session *sess, bool all, unsigned long missed);
 void pt_set_overwrite(struct pt_session *sess, bool on);
+void pt_buffers_leave_tsc(struct pt_session *sess);
 bool pt_flush_late_losses(struct pt_session *sess);
 bool pt_reader_ready(struct pt_session *sess);
 ssize_t pt_read_chunks(struct pt_session *sess, char __user *buf, size_t count);
@@ -383,8 +387,13 @@ int pt_mmap(struct file *file, struct vm_area_struct *vma);
 
 /* clock.c (the hot path's reader is in clock.h) */
 unsigned int pt_clock_select(void);
-int pt_clock_init(void);
-void pt_clock_exit(void);
+bool pt_clock_sleep_begin(void);
+void pt_clock_leave_tsc(void);
+void pt_clock_sleep_end(void);
+
+/* sleep.c */
+int pt_sleep_init(void);
+void pt_sleep_exit(void);
 
 /* header.c */
 int pt_header_pfns_fit(void);

@@ -226,6 +226,37 @@ void pt_sessions_exit(void)
 	destroy_workqueue(pt_tasks_wq);
 }
 
+/*
+ * The session whose writers may run, for pt_session_leave_tsc(): set before
+ * they are published and cleared once no hook can reach them, under
+ * pt_live_lock, which pt_session_leave_tsc() holds while it uses the
+ * session, so that the session is not freed under it.  Lock order:
+ * sess->state_lock (stop), pt_live_lock, sess->flush_lock.
+ */
+static struct pt_session *pt_live;
+static DEFINE_MUTEX(pt_live_lock);
+
+static void pt_session_set_live(struct pt_session *sess)
+{
+	mutex_lock(&pt_live_lock);
+	pt_live = sess;
+	mutex_unlock(&pt_live_lock);
+}
+
+/**
+ * pt_session_leave_tsc - move the running session's writers to local_clock()
+ *
+ * For the system about to sleep (sleep.c), between pt_clock_sleep_begin()
+ * and pt_clock_leave_tsc().  Context: process context; may sleep.
+ */
+void pt_session_leave_tsc(void)
+{
+	mutex_lock(&pt_live_lock);
+	if (pt_live)
+		pt_buffers_leave_tsc(pt_live);
+	mutex_unlock(&pt_live_lock);
+}
+
 /**
  * pt_session_start - set up buffers, header and probes for a new session
  * @out: the session, on success
@@ -307,6 +338,7 @@ int pt_session_start(struct pt_session **out)
 	 * session nothing.
 	 */
 	sess->missed_base = pt_hooks_missed();
+	pt_session_set_live(sess);
 	pt_writers_publish(sess);
 	WRITE_ONCE(pt_recording, true);
 	pt_header_set_backend(sess);
@@ -348,6 +380,7 @@ clear_writers:
 	pt_writers_clear();
 	pt_hooks_unregister();
 	synchronize_rcu();
+	pt_session_set_live(NULL);
 free_meta:
 	pt_meta_free(sess);
 free_stop_counters:
@@ -404,6 +437,8 @@ void pt_session_stop(struct pt_session *sess)
 	pt_hooks_unregister();
 	/* Also waits out handlers that read a writer before it was cleared. */
 	synchronize_rcu();
+	/* No event comes any more: no clock to change. */
+	pt_session_set_live(NULL);
 	cancel_delayed_work_sync(&sess->flush_work);
 	/* A flight recorder still overwrites here, keeping the newest. */
 	pt_session_flush(sess, true);

@@ -83,7 +83,13 @@ bool pt_open_chunk(struct pt_cpu *c, u64 now)
 
 	c->chunk = c->bufs + (c->produced_w % sess->nr_bufs) * sess->chunk_size;
 	c->words = (__le64 *)(c->chunk + 1);
-	c->base = pt_time_base(now);
+	/*
+	 * Never before the CPU's last time base: a flush of an offline CPU
+	 * reads another CPU's clock, and the change from the TSC raises the
+	 * base to a floor the new clock may not have reached yet
+	 * (pt_writer_leave_tsc()).
+	 */
+	c->base = pt_time_base(max(now, c->base));
 	c->words[0] = cpu_to_le64(pagetrace_pid_word(c->cpu));
 	c->words[1] = cpu_to_le64(pagetrace_sync_word(c->base));
 	c->len = 2;
@@ -183,6 +189,40 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
 		irq_work_queue(&c->wake);
 	else
 		WRITE_ONCE(c->sess->wake_pending, true);
+}
+
+/**
+ * pt_writer_leave_tsc - stamp a CPU's events with local_clock() from now on
+ * @c: the CPU, owned by the caller as for pt_open_chunk()
+ * @floor: a time on the TSC clock at or after every event @c stamped
+ *
+ * local_clock() may be behind the TSC clock, by any amount if the kernel
+ * stopped trusting the TSC during the session (clock.c).  So the CPU's
+ * time base goes up to @floor first: a sync word in the open buffer, or,
+ * with no room or no buffer open, the base the next buffer opens at
+ * (pt_open_chunk() never opens before it).  pt_write() stamps an event
+ * before its base at the base, so no later event of the CPU goes before
+ * its earlier ones, whatever the two clocks say; the times stay at the
+ * floor until local_clock() passes it.
+ *
+ * Until the static key follows (pt_clock_leave_tsc()), the TSC's fast
+ * path still runs and would stamp with the TSC: @end at 0 sends each of
+ * the CPU's events to pt_emit_slow(), which stamps it with local_clock()
+ * instead.
+ */
+void pt_writer_leave_tsc(struct pt_cpu *c, u64 floor)
+{
+	u64 base = pt_time_base(floor);
+
+	c->clock_local = true;
+	c->end = 0;
+	if (base <= c->base)
+		return;
+	if (c->chunk && c->len < c->cap)
+		c->words[c->len++] = cpu_to_le64(pagetrace_sync_word(base));
+	else if (c->chunk)
+		pt_close_chunk(c, 0);
+	c->base = base;
 }
 
 /*
@@ -330,7 +370,24 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 					  const struct pt_origin *origin,
 					  unsigned long flags)
 {
-	pt_write(c, type, pfn, npages, origin, c->now);
+	if (likely(!c->clock_local)) {
+		pt_write(c, type, pfn, npages, origin, c->now);
+		goto out;
+	}
+	/*
+	 * The CPU left the TSC (pt_writer_leave_tsc()): @c->now may be a TSC
+	 * time, from the TSC's fast path, which runs until the static key is
+	 * off and must send every event here meanwhile (@end 0).  Once it is
+	 * off, the local_clock() fast path takes over, with its @end back.
+	 */
+	pt_write(c, type, pfn, npages, origin, local_clock());
+	if (pt_clock_is_tsc()) {
+		c->end = 0;
+	} else {
+		c->clock_local = false;
+		c->end = c->chunk ? c->cap : 0;
+	}
+out:
 	pt_writer_exit(c);
 	local_irq_restore(flags);
 }

@@ -173,6 +173,7 @@ FIXTURE_TEARDOWN(clock)
 	if (self->dev >= 0)
 		close(self->dev);
 	pt_st_set_param("clock", "auto");
+	pt_st_set_param("tsc_skew_ns", "0");
 }
 
 TEST_F(clock, auto_as_the_kernel_trusts_the_tsc)
@@ -337,6 +338,46 @@ static const struct pgtrace_event *find_alloc(const struct pt_st_trace *t, uint6
 /* What module/clock.c prints when it leaves the TSC. */
 #define LEFT_TSC	"pagetrace: the system is going to sleep"
 
+/* Whether pm_test_freeze() can run; if not, @why says why not. */
+static bool pm_test_why(char *why, size_t len)
+{
+	char states[128];
+
+	if (access(PM_TEST, W_OK)) {
+		snprintf(why, len, "no %s (CONFIG_PM_DEBUG off)", PM_TEST);
+		return false;
+	}
+	if (read_small("/sys/power/state", states, sizeof(states)) ||
+	    !strstr(states, "freeze")) {
+		snprintf(why, len, "no suspend-to-idle in /sys/power/state");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Take the kernel through its suspend steps without sleeping (pm_test
+ * level "freezer", state "freeze": the PM notifiers run, every task is
+ * frozen and thawed), with a pause of 1 s where it would sleep.
+ * Returns 0 or -errno of the write to /sys/power/state.
+ */
+static int pm_test_freeze(void)
+{
+	char delay[32] = "";
+	int ret;
+
+	ret = pt_st_write_file(PM_TEST, "freezer");
+	if (ret)
+		return ret;
+	if (read_small(PM_TEST_DELAY, delay, sizeof(delay)) == 0)
+		pt_st_write_file(PM_TEST_DELAY, "1");
+	ret = pt_st_write_file("/sys/power/state", "freeze");
+	pt_st_write_file(PM_TEST, "none");
+	if (delay[0])
+		pt_st_write_file(PM_TEST_DELAY, delay);
+	return ret;
+}
+
 /*
  * A session on the TSC leaves it for local_clock() when the system is about
  * to sleep (module/clock.c): the TSC may restart across a suspend, and the
@@ -351,17 +392,14 @@ static const struct pgtrace_event *find_alloc(const struct pt_st_trace *t, uint6
  */
 TEST_F(clock, sleep_leaves_the_tsc)
 {
-	char why[128], states[128], delay[32] = "", flush[32] = "500";
+	char why[128], flush[32] = "500";
 	uint64_t pfn[2], t0[2], t1[2];
 	const struct pgtrace_event *e[2];
 	struct pt_st_trace t = { 0 };
 	int ret, said;
 
-	if (access(PM_TEST, W_OK))
-		SKIP(return, "no %s (CONFIG_PM_DEBUG off)", PM_TEST);
-	if (read_small("/sys/power/state", states, sizeof(states)) ||
-	    !strstr(states, "freeze"))
-		SKIP(return, "no suspend-to-idle in /sys/power/state");
+	if (!pm_test_why(why, sizeof(why)))
+		SKIP(return, "%s", why);
 	if (expected_clock(why, sizeof(why)) != PAGETRACE_CLOCK_TSC)
 		SKIP(return, "the session's clock is local_clock() (%s): no TSC to leave", why);
 	ASSERT_EQ(0, pt_st_gt_load());
@@ -374,13 +412,7 @@ TEST_F(clock, sleep_leaves_the_tsc)
 	usleep((2 * atoi(flush) + 100) * 1000);
 
 	said = kmsg_count(LEFT_TSC);
-	ASSERT_EQ(0, pt_st_write_file(PM_TEST, "freezer"));
-	if (read_small(PM_TEST_DELAY, delay, sizeof(delay)) == 0)
-		pt_st_write_file(PM_TEST_DELAY, "1");
-	ret = pt_st_write_file("/sys/power/state", "freeze");
-	pt_st_write_file(PM_TEST, "none");
-	if (delay[0])
-		pt_st_write_file(PM_TEST_DELAY, delay);
+	ret = pm_test_freeze();
 	ASSERT_EQ(0, ret) TH_LOG("echo freeze > /sys/power/state: %s", strerror(-ret));
 	/* The times agree either way: the module's word that it switched. */
 	EXPECT_EQ(said + 1, kmsg_count(LEFT_TSC))
@@ -405,6 +437,90 @@ TEST_F(clock, sleep_leaves_the_tsc)
 				       i ? "after" : "before", pfn[i], e[i]->time_ns,
 				       t0[i], t1[i]);
 	}
+	pt_st_trace_free(&t);
+}
+
+/* How far the change-over test sets the TSC clock ahead: seconds. */
+#define SKEW_NS		4000000000ULL
+
+/*
+ * The change from the TSC to local_clock() keeps each CPU's times in
+ * order whatever the two clocks say (module/writer.c,
+ * pt_writer_leave_tsc()).  The module's test knob tsc_skew_ns sets the
+ * TSC clock 4 s ahead of local_clock(), as a TSC the kernel stopped
+ * trusting may drift.  An allocation before the change is stamped 4 s
+ * ahead of its window; those in the 4 s after it at no earlier time (at
+ * the floor the change left: the reader would refuse a time going
+ * backwards on a CPU); one after local_clock() has passed the floor in
+ * its own window again.
+ */
+TEST_F(clock, change_keeps_order)
+{
+	uint64_t pfn[3], t0[3], t1[3];
+	const struct pgtrace_event *e[3] = { NULL };
+	struct pt_st_trace t = { 0 };
+	char why[128], skew[32];
+	int ret, said, after;
+
+	if (!pm_test_why(why, sizeof(why)))
+		SKIP(return, "%s", why);
+	if (expected_clock(why, sizeof(why)) != PAGETRACE_CLOCK_TSC)
+		SKIP(return, "the session's clock is local_clock() (%s): no TSC to leave", why);
+	ASSERT_EQ(0, pt_st_gt_load());
+	ASSERT_EQ(0, pt_st_pin_cpu(0));
+	snprintf(skew, sizeof(skew), "%llu", SKEW_NS);
+	ASSERT_EQ(0, pt_st_set_param("tsc_skew_ns", skew));
+	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, self->dev);
+	ASSERT_EQ(0, pt_st_set_param("tsc_skew_ns", "0"));
+	/* Right before the change: its chunk is still open at it. */
+	ASSERT_EQ(0, gt_alloc(&pfn[0], &t0[0], &t1[0]));
+	said = kmsg_count(LEFT_TSC);
+	ret = pm_test_freeze();
+	ASSERT_EQ(0, ret) TH_LOG("echo freeze > /sys/power/state: %s", strerror(-ret));
+	ASSERT_EQ(said + 1, kmsg_count(LEFT_TSC))
+		TH_LOG("the module did not say it left the TSC for local_clock()");
+	ASSERT_EQ(0, gt_alloc(&pfn[1], &t0[1], &t1[1]));
+	ASSERT_GT(t0[0] + SKEW_NS, t1[1])
+		TH_LOG("the suspend steps took longer than the skew: nothing tested");
+	/* Past the floor: local_clock() is at or after the TSC's times again. */
+	usleep(SKEW_NS / 1000 + 200000);
+	ASSERT_EQ(0, gt_alloc(&pfn[2], &t0[2], &t1[2]));
+
+	ret = pt_st_collect(self->dev, &t);
+	ASSERT_EQ(0, ret) TH_LOG("the trace does not decode: %s", t.err);
+	e[0] = find_alloc(&t, pfn[0], t0[0] + SKEW_NS);
+	e[2] = find_alloc(&t, pfn[2], t0[2]);
+	ASSERT_NE(NULL, e[0]) TH_LOG("pfn %" PRIu64 " before the change not in the trace", pfn[0]);
+	ASSERT_NE(NULL, e[2]) TH_LOG("pfn %" PRIu64 " after the floor not in the trace", pfn[2]);
+	/* Before: the skewed TSC clock. */
+	EXPECT_TRUE(e[0]->time_ns + SLACK_NS + t.clock_error_ns >= t0[0] + SKEW_NS &&
+		    e[0]->time_ns <= t1[0] + SKEW_NS + t.clock_error_ns)
+		TH_LOG("pfn %" PRIu64 " at %" PRIu64 ", window [%" PRIu64 ", %" PRIu64 "] + %llu",
+		       pfn[0], e[0]->time_ns, t0[0], t1[0], SKEW_NS);
+	/*
+	 * Just after: the page may have been allocated by others too (and be
+	 * pfn[0] again), but every allocation of it between the two others
+	 * is at the floor or later, none in the window of the module's.
+	 */
+	after = 0;
+	for (const struct pgtrace_event *x = e[0] + 1; x < e[2]; x++) {
+		if (x->type != PGTRACE_EV_ALLOC || x->pfn != pfn[1] ||
+		    (x->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT))
+			continue;
+		after++;
+		EXPECT_GT(x->time_ns, t1[1] + SLACK_NS + t.clock_error_ns)
+			TH_LOG("pfn %" PRIu64 " at %" PRIu64 ", in its window [%" PRIu64
+			       ", %" PRIu64 "]: before the floor", pfn[1], x->time_ns,
+			       t0[1], t1[1]);
+		EXPECT_NE(0, x->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL);
+	}
+	EXPECT_LT(0, after) TH_LOG("pfn %" PRIu64 " after the change not in the trace", pfn[1]);
+	/* Later: local_clock() itself. */
+	EXPECT_TRUE(e[2]->time_ns + SLACK_NS + t.clock_error_ns >= t0[2] &&
+		    e[2]->time_ns <= t1[2] + t.clock_error_ns)
+		TH_LOG("pfn %" PRIu64 " at %" PRIu64 ", window [%" PRIu64 ", %" PRIu64 "]",
+		       pfn[2], e[2]->time_ns, t0[2], t1[2]);
 	pt_st_trace_free(&t);
 }
 
