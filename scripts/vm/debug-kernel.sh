@@ -1,7 +1,8 @@
 #!/bin/bash
 # Build (or reuse) the debug kernel `make check-debug` runs the tests on:
 # Debian's linux-source-6.1 with KASAN, lockdep (PROVE_LOCKING, PROVE_RCU),
-# DEBUG_ATOMIC_SLEEP and DEBUG_LIST, configured from tinyconfig plus what
+# DEBUG_ATOMIC_SLEEP, DEBUG_LIST and kmemleak (off unless booted with
+# kmemleak=on), configured from tinyconfig plus what
 # scripts/vm/vm-run.sh needs to boot it (everything built in: the only module
 # is ours) and what pagetrace and its selftests need (kprobes on ftrace,
 # tracepoints, memcg, NUMA, CPU hotplug, loop + ext4).
@@ -72,6 +73,9 @@ CONFIG=(
 	DEBUG_OBJECTS_WORK DEBUG_OBJECTS_TIMERS DEBUG_VM DEBUG_PREEMPT
 	PREEMPT DEBUG_SPINLOCK DEBUG_MUTEXES DEBUG_RWSEMS STACKTRACE
 	DEBUG_INFO_NONE
+	# kmemleak for make soak, off unless booted with kmemleak=on: its
+	# scans would only slow make check's runs, which do not read them
+	DEBUG_KMEMLEAK DEBUG_KMEMLEAK_DEFAULT_OFF
 	# module signatures, checked as on Debian's kernels (SHA-256, RSA):
 	# the build makes its own key, certs/signing_key.pem, which the
 	# kernel trusts; scripts/test/check-modsig.sh loads a module signed
