@@ -246,9 +246,25 @@ int pt_filter_setup(struct pt_filter *f)
 	f->cgrp = cgrp;
 	for (type = PAGETRACE_EV_ALLOC; type <= PAGETRACE_EV_RECLAIM; type++)
 		f->keep[type] = f->types & BIT(type) ? f->orders : 0;
-	f->more = !f->all_nodes || f->cgrp;
-	f->active = f->types != PT_ALL_TYPES || f->orders != U64_MAX ||
-		    !f->all_nodes || f->cgrp;
+	f->tests = (f->types != PT_ALL_TYPES || f->orders != U64_MAX ?
+		    PT_FILTER_ORDERS : 0) |
+		   (f->all_nodes ? 0 : PT_FILTER_NODES) |
+		   (f->cgrp ? PT_FILTER_CGROUP : 0);
+	f->active = f->tests;
+	/* A filter of one kind makes its test alone (pt_filter_keeps()). */
+	switch (f->tests) {
+	case PT_FILTER_ORDERS:
+		f->kind = PT_FILTER_ONLY_ORDERS;
+		break;
+	case PT_FILTER_NODES:
+		f->kind = PT_FILTER_ONLY_NODES;
+		break;
+	case PT_FILTER_CGROUP:
+		f->kind = PT_FILTER_ONLY_CGROUP;
+		break;
+	default:
+		f->kind = PT_FILTER_SEVERAL;
+	}
 	return 0;
 }
 

@@ -11,8 +11,8 @@
 
 #include <linux/bitops.h>
 #include <linux/cgroup.h>
-#include <linux/lockdep.h>
 #include <linux/compiler.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/nodemask.h>
 #include <linux/preempt.h>
@@ -27,44 +27,120 @@ struct pagetrace_rec_filter;
 #define PT_FILTER_TYPE_MASK	3
 static_assert(PAGETRACE_EV_RECLAIM <= PT_FILTER_TYPE_MASK);
 
-/**
- * struct pt_filter - which events a session keeps
- * @active: any of the rest leaves something out
- * @all_nodes: every node kept, @nodes not looked at
- * @more: a node or cgroup filter: more to test than @keep
- * @types: BIT(PAGETRACE_EV_*) of the types kept
- * @orders: BIT_ULL(order) of the orders kept
- * @keep: per event type, BIT_ULL(order) of the orders kept: @orders, or 0
- *	  for a type left out; one load decides both
- * @nodes: the nodes kept
- * @cgrp: only events of tasks in this cgroup or below it, or NULL; the
- *	  session holds a reference
- *
- * Set up before the probes are attached, read-only while they are.
- */
-struct pt_filter {
-	bool		active;
-	bool		all_nodes;
-	bool		more;
-	u8		types;
-	u64		orders;
-	u64		keep[PT_FILTER_TYPE_MASK + 1];
-	nodemask_t	nodes;
-	struct cgroup	*cgrp;
-};
+/* pt_filter.tests: the tests a session's filter makes, one bit each. */
+#define PT_FILTER_ORDERS	BIT(0)	/* a type or an order left out */
+#define PT_FILTER_NODES		BIT(1)	/* a node left out */
+#define PT_FILTER_CGROUP	BIT(2)	/* only tasks of @cgrp and below */
 
 /*
- * Whether the task running the hook is in the filter's cgroup.  No
- * rcu_read_lock(): the hooks run with interrupts off, which is an RCU
+ * pt_filter.kind: which test alone, or several.  Numbered so that one
+ * compare with PT_FILTER_ONLY_NODES tells three ways apart (equal, above,
+ * below), and PT_FILTER_ONLY_CGROUP the highest.
+ */
+enum pt_filter_kind {
+	PT_FILTER_SEVERAL,
+	PT_FILTER_ONLY_ORDERS,
+	PT_FILTER_ONLY_NODES,
+	PT_FILTER_ONLY_CGROUP,
+};
+
+/**
+ * struct pt_filter - which events a session keeps
+ * @keep: per event type, BIT_ULL(order) of the orders kept: @orders, or 0
+ *	  for a type left out; one load decides both
+ * @kind: enum pt_filter_kind: the one test to make, or several; one load
+ *	  picks it (pt_filter_keeps())
+ * @tests: PT_FILTER_*: the tests to make
+ * @active: any of the rest leaves something out
+ * @all_nodes: every node kept, @nodes not looked at
+ * @types: BIT(PAGETRACE_EV_*) of the types kept
+ * @cgrp: only events of tasks in this cgroup or below it, or NULL; the
+ *	  session holds a reference
+ * @orders: BIT_ULL(order) of the orders kept
+ * @nodes: the nodes kept
+ *
+ * Set up before the probes are attached, read-only while they are.  What
+ * the hot path reads comes first, in one cache line.
+ */
+struct pt_filter {
+	u64		keep[PT_FILTER_TYPE_MASK + 1];
+	u8		kind;
+	u8		tests;
+	bool		active;
+	bool		all_nodes;
+	u8		types;
+	struct cgroup	*cgrp;
+	u64		orders;
+	nodemask_t	nodes;
+};
+
+/* The type and order test: a table load and a bit test. */
+static __always_inline bool pt_filter_keeps_order(const struct pt_filter *f,
+						  unsigned int type,
+						  unsigned long npages)
+{
+	/*
+	 * The order as the orders parameter counts it, log2 of npages
+	 * rounded up, is fls64(npages - 1); for npages >= 1 (no event is
+	 * of no pages) that is __fls(2 * npages - 1), one lea and one bsr,
+	 * where fls64() adds the fix-up that makes fls64(0) 0.  Below 64 by
+	 * construction; the & 63 tells the compiler so (UBSAN_SHIFT would
+	 * test it).
+	 */
+	unsigned int order = __fls(2 * npages - 1);
+
+	/*
+	 * Masked, so that the index is in bounds by construction: an array
+	 * bounds check (UBSAN_BOUNDS, which 7.x enables) would be a call,
+	 * and a call costs the whole fast path its leaf frame.
+	 */
+	return (f->keep[type & PT_FILTER_TYPE_MASK] >> (order & 63)) & 1;
+}
+
+/*
+ * The node test: the node in the page's flags, a bit of the mask; six
+ * instructions.  A bitmap of the memory sections kept, made at session
+ * start, would take as many (a shift, a load and compare of its bound,
+ * its branch, a bit test) and still need the page's flags for sections
+ * added since; the page's flags are in a line the allocator has just
+ * touched.
+ */
+static __always_inline bool pt_filter_keeps_page(const struct pt_filter *f,
+						 unsigned long pfn)
+{
+	return node_isset(page_to_nid(pfn_to_page(pfn)), f->nodes);
+}
+
+/*
+ * Whether the task running the hook is in the filter's cgroup or below
+ * it.  Its own cgroup first: a pointer compare, which is exact because
+ * the session holds a reference on @cgrp, so that no other cgroup can be
+ * at its address while the session runs; then the ancestry (about eight
+ * instructions more), for tasks in a cgroup below it.
+ *
+ * No cache of decisions per CPU: keyed by the task's css_set or cgroup
+ * pointer it would be wrong, as those are freed when their last task
+ * leaves and their memory may come back as another css_set or cgroup,
+ * elsewhere in the tree, that a pointer compared (never dereferenced)
+ * still matches; keyed by what is never reused, the cgroup's id (its
+ * kernfs node's, inode number and generation), it takes two loads more
+ * than the pointer compare and saves about four of the ancestry's.
+ *
+ * No rcu_read_lock(): the hooks run with interrupts off, which is an RCU
  * read-side critical section for every flavour of RCU, and css_sets and
- * cgroups are freed only after a grace period.
+ * cgroups are freed only after a grace period.  Task context only: an
+ * interrupt's task is whoever it interrupted.
  */
 static __always_inline bool pt_filter_keeps_task(const struct pt_filter *f)
 {
+	struct cgroup *cgrp;
+
 	/* rcu_read_lock_sched_held(), as task_css_set_check() accepts. */
 	lockdep_assert_irqs_disabled();
-	return in_task() &&
-	       cgroup_is_descendant(task_dfl_cgroup(current), f->cgrp);
+	if (!in_task())
+		return false;
+	cgrp = task_dfl_cgroup(current);
+	return likely(cgrp == f->cgrp) || cgroup_is_descendant(cgrp, f->cgrp);
 }
 
 /**
@@ -72,11 +148,16 @@ static __always_inline bool pt_filter_keeps_task(const struct pt_filter *f)
  * @f: the session's filter, active
  * @type: PAGETRACE_EV_ALLOC, _FREE or _RECLAIM
  * @pfn: its first page
- * @npages: its pages
+ * @npages: its pages, at least 1
  *
- * Called from the hot path, interrupts off: a table load and a bit test
- * for the type and order, the page's flags for a node filter, the task's
- * css_set for a cgroup filter.  Nothing that takes a lock or calls out.
+ * Called from the hot path, interrupts off, in any context.  One load of
+ * @f->kind and one compare pick the test of a filter of one kind, the
+ * usual case, which is then made alone: a type and order filter costs
+ * 14 instructions to keep an event, a node filter 11, a cgroup filter
+ * 14 for a task in its own cgroup (pt_emit() on 7.3 by objdump, from the
+ * load of the session pointer to the branch back).
+ * Filters of several kinds make each test they need.  Nothing that takes
+ * a lock, allocates or calls out.
  *
  * Return: true to record the event, false to count it as filtered.
  */
@@ -85,25 +166,35 @@ static __always_inline bool pt_filter_keeps(const struct pt_filter *f,
 					    unsigned long pfn,
 					    unsigned long npages)
 {
-	/*
-	 * log2 of npages rounded up, as the orders parameter counts them;
-	 * no branch: fls64(0) is 0 for a single page.
-	 */
-	unsigned int order = fls64(npages - 1);
+	unsigned int kind = f->kind;
 
 	/*
-	 * Masked, so that the index is in bounds by construction: an array
-	 * bounds check (UBSAN_BOUNDS, which 7.x enables) would be a call,
-	 * and a call costs the whole fast path its leaf frame.
+	 * One compare of @kind with PT_FILTER_ONLY_NODES, then its flags:
+	 * equal, above (cgroup), below (orders, or several).  The ifs, not
+	 * returns of the tests: they compile to bare branches.
 	 */
-	if (!(f->keep[type & PT_FILTER_TYPE_MASK] & BIT_ULL(order & 63)))
+	if (kind == PT_FILTER_ONLY_NODES) {
+		if (pt_filter_keeps_page(f, pfn))
+			return true;
 		return false;
-	if (likely(!f->more))
-		return true;
-	if (!f->all_nodes &&
-	    !node_isset(page_to_nid(pfn_to_page(pfn)), f->nodes))
+	}
+	if (kind > PT_FILTER_ONLY_NODES) {
+		if (pt_filter_keeps_task(f))
+			return true;
 		return false;
-	return !f->cgrp || pt_filter_keeps_task(f);
+	}
+	if (kind == PT_FILTER_ONLY_ORDERS) {
+		if (pt_filter_keeps_order(f, type, npages))
+			return true;
+		return false;
+	}
+	/* Filters of more than one kind: each, the cheapest first. */
+	return (!(f->tests & PT_FILTER_ORDERS) ||
+		pt_filter_keeps_order(f, type, npages)) &&
+	       (!(f->tests & PT_FILTER_NODES) ||
+		pt_filter_keeps_page(f, pfn)) &&
+	       (!(f->tests & PT_FILTER_CGROUP) ||
+		pt_filter_keeps_task(f));
 }
 
 int pt_filter_setup(struct pt_filter *f);
