@@ -10,7 +10,9 @@
  *    in the events and in the snapshot.
  *  - cgroup: filter_cgroup=/pt_filter keeps exactly the events of the
  *    process in that cgroup: every event's task record is its tgid, and
- *    the pages it faulted in are there.
+ *    the pages it faulted in are there; the same for a process in a
+ *    cgroup below it, and with filter_types=alloc,reclaim as well none
+ *    of its frees (two kinds of filter at once).
  *  - invalid values are refused when set; a cgroup removed after it was
  *    set fails the next session's open with ENOENT.
  *
@@ -128,6 +130,7 @@ FIXTURE(flt) {
 	void		*stream;
 	size_t		len;
 	char		cgroup[128];
+	char		sub[160];
 };
 
 FIXTURE_SETUP(flt)
@@ -135,6 +138,7 @@ FIXTURE_SETUP(flt)
 	self->dev = -1;
 	self->stream = NULL;
 	self->cgroup[0] = '\0';
+	self->sub[0] = '\0';
 }
 
 FIXTURE_TEARDOWN(flt)
@@ -147,6 +151,9 @@ FIXTURE_TEARDOWN(flt)
 	pt_st_set_param("filter_orders", "all");
 	pt_st_set_param("filter_nodes", "all");
 	pt_st_set_param("filter_cgroup", "all");
+	/* The child's cgroup first: a cgroup with children stays. */
+	if (self->sub[0])
+		rmdir(self->sub);
 	if (self->cgroup[0])
 		rmdir(self->cgroup);
 }
@@ -389,19 +396,31 @@ static int cgroup_make(char *path, size_t len)
 	return 0;
 }
 
-TEST_F(flt, cgroup)
+/*
+ * A child process in @sub (the filter's cgroup, or one below it) faults
+ * in CHILD_PAGES pages while we touch pages of our own outside it, with
+ * filter_cgroup=/pt_filter and @types as filter_types: every event kept
+ * must be the child's and of a type kept, and its pages must be there.
+ */
+static void cgroup_run(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(flt) *self, const char *sub,
+		       const char *types)
 {
 	const struct pagetrace_rec_filter *f;
 	uint64_t pfns[CHILD_PAGES];
 	struct tally t = { .child_pfns = pfns };
 	int up[2], down[2], status;
-	char procs[160], go = 'g';
+	char procs[300], go = 'g';
 	struct stat st;
 	pid_t pid;
 
 	if (cgroup_make(self->cgroup, sizeof(self->cgroup)))
 		SKIP(return, "no cgroup v2 hierarchy to make a cgroup in");
 	ASSERT_EQ(0, stat(self->cgroup, &st));
+	if (sub) {
+		snprintf(self->sub, sizeof(self->sub), "%s/%s", self->cgroup, sub);
+		ASSERT_EQ(0, mkdir(self->sub, 0755) && errno != EEXIST ? -errno : 0);
+	}
 	ASSERT_EQ(0, pipe(up));
 	ASSERT_EQ(0, pipe(down));
 	pid = fork();
@@ -425,10 +444,14 @@ TEST_F(flt, cgroup)
 		if (write(up[1], pfns, sizeof(pfns)) != sizeof(pfns) ||
 		    read(down[0], &go, 1) != 1)
 			_exit(1);
+		/* Its frees: kept unless @types leaves them out. */
+		munmap(p, CHILD_PAGES * page);
+		pt_st_drain_lru();
 		_exit(0);
 	}
 	/* The child joins the cgroup before the session starts. */
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", self->cgroup);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs",
+		 sub ? self->sub : self->cgroup);
 	{
 		FILE *fp = fopen(procs, "we");
 
@@ -437,6 +460,8 @@ TEST_F(flt, cgroup)
 		ASSERT_EQ(0, fclose(fp));
 	}
 	ASSERT_EQ(0, pt_st_set_param("filter_cgroup", "/" CG_NAME));
+	if (types)
+		ASSERT_EQ(0, pt_st_set_param("filter_types", types));
 	ASSERT_EQ(0, start(self));
 	ASSERT_EQ(1, write(down[1], &go, 1));
 	ASSERT_EQ(sizeof(pfns), read(up[0], pfns, sizeof(pfns)));
@@ -448,14 +473,46 @@ TEST_F(flt, cgroup)
 
 	t.tgid = pid;
 	ASSERT_EQ(0, raw_walk(self->stream, self->len, check_task, &t));
-	TH_LOG("%" PRIu64 " of the child's %d pages found", t.hits, CHILD_PAGES);
+	ASSERT_EQ(0, raw_walk(self->stream, self->len, count, &t));
+	TH_LOG("%" PRIu64 " of the child's %d pages found; %" PRIu64
+	       " allocs, %" PRIu64 " frees", t.hits, CHILD_PAGES,
+	       t.by_type[PAGETRACE_EV_ALLOC], t.by_type[PAGETRACE_EV_FREE]);
 	EXPECT_EQ(0, t.bad) {
 		TH_LOG("%s", t.why);
 	}
 	EXPECT_EQ(CHILD_PAGES, t.hits);
+	/*
+	 * Some, not all, of its pages' frees are its own: an LRU batch may
+	 * be drained by a kworker, whose frees are left out.
+	 */
+	if (types) {
+		EXPECT_EQ(0, t.by_type[PAGETRACE_EV_FREE]);
+	} else {
+		EXPECT_LT(0, t.by_type[PAGETRACE_EV_FREE]);
+	}
 	f = rec_filter(self);
 	ASSERT_NE(NULL, f);
 	EXPECT_EQ((uint64_t)st.st_ino, f->cgroup_id);
+}
+
+TEST_F(flt, cgroup)
+{
+	cgroup_run(_metadata, self, NULL, NULL);
+}
+
+/* A task in a cgroup below the filter's is kept too. */
+TEST_F(flt, cgroup_below)
+{
+	cgroup_run(_metadata, self, "below", NULL);
+}
+
+/*
+ * Two kinds of filter at once (a session tests each): the child's
+ * allocations, not its frees.
+ */
+TEST_F(flt, cgroup_and_types)
+{
+	cgroup_run(_metadata, self, NULL, "alloc,reclaim");
 }
 
 TEST_F(flt, cgroup_gone)
