@@ -90,17 +90,24 @@ void pt_buffers_free(struct pt_session *sess)
  * reported (in a buffer of their own if none is open).  Runs on the CPU
  * with interrupts off, or for an offline CPU from the flusher.
  */
-static void pt_flush_one(struct pt_cpu *c)
+static void pt_flush_one(struct pt_cpu *c, bool offline)
 {
+	u64 now;
+
 	pt_writer_fold(c);
-	/*
-	 * For an offline CPU this runs on another CPU's clock, which may lag
-	 * (local_clock() is per CPU): pt_open_chunk() opens no earlier than
-	 * the CPU's last sync.
-	 */
-	if (!c->chunk && c->lost &&
-	    !pt_open_chunk(c, c->clock_local ? local_clock() : pt_clock_now()))
-		return;
+	if (!c->chunk && c->lost) {
+		now = c->clock_local ? local_clock() : pt_clock_now();
+		/*
+		 * For an offline CPU that is another CPU's clock, which may
+		 * lag (local_clock() is per CPU): not before the CPU's last
+		 * event, which is no later than its last time base and the
+		 * largest delta an event word holds.
+		 */
+		if (offline)
+			now = max(now, c->base + PAGETRACE_TIME_MAX_DELTA);
+		if (!pt_open_chunk(c, now))
+			return;
+	}
 	if (c->chunk && (c->len > 2 || c->lost))
 		pt_close_chunk(c, PAGETRACE_CHUNK_FLUSHED);
 }
@@ -112,7 +119,7 @@ static void pt_flush_ipi(void *info)
 
 	if (WARN_ON_ONCE(!pt_writer_enter(c)))
 		return;
-	pt_flush_one(c);
+	pt_flush_one(c, false);
 	pt_writer_exit(c);
 }
 
@@ -199,7 +206,7 @@ void pt_flush(struct pt_session *sess, bool all, unsigned long missed)
 			 pt_flush_ipi, sess, true);
 	for_each_possible_cpu(cpu) {
 		if (!cpu_online(cpu))
-			pt_flush_one(&sess->cpus[cpu]);
+			pt_flush_one(&sess->cpus[cpu], true);
 	}
 
 	cpus_read_unlock();
@@ -265,27 +272,62 @@ static void pt_leave_tsc_ipi(void *info)
 
 /**
  * pt_buffers_leave_tsc - move every CPU's writer from the TSC to local_clock()
- * @sess: a session whose events are stamped from the TSC
+ * @sess: a session whose events are stamped from the TSC, static key on
  *
  * The same ragged barrier as pt_flush(): each online CPU changes over in
  * an IPI, at an instant between two of its events, from a floor at its
- * own TSC time (pt_writer_leave_tsc()).  An offline CPU stamped its last
- * event before it went down, so a TSC read here is after it as long as
- * the TSCs are synchronised; a TSC the kernel stopped trusting may not
- * be, and such a CPU's floor is then only as good as that.  May sleep.
+ * own TSC time (pt_writer_leave_tsc()).  An offline CPU's last event may
+ * be later than our TSC says, if the TSCs are not synchronised (the
+ * kernel stopped trusting them); it is no later than its last time base
+ * and the largest delta an event word holds, so its floor is that, or
+ * our TSC if later.  May sleep.
  */
 void pt_buffers_leave_tsc(struct pt_session *sess)
 {
 	unsigned int cpu;
-	u64 floor;
 
 	mutex_lock(&sess->flush_lock);
 	cpus_read_lock();
 	on_each_cpu(pt_leave_tsc_ipi, sess, true);
-	floor = pt_tsc_now();
+	for_each_possible_cpu(cpu) {
+		struct pt_cpu *c = &sess->cpus[cpu];
+
+		if (!cpu_online(cpu))
+			pt_writer_leave_tsc(c, max(pt_tsc_now(), c->base +
+						   PAGETRACE_TIME_MAX_DELTA));
+	}
+	cpus_read_unlock();
+	mutex_unlock(&sess->flush_lock);
+}
+
+static void pt_settle_clock_ipi(void *info)
+{
+	struct pt_session *sess = info;
+	struct pt_cpu *c = &sess->cpus[smp_processor_id()];
+
+	if (WARN_ON_ONCE(!pt_writer_enter(c)))
+		return;
+	pt_writer_settle_clock(c);
+	pt_writer_exit(c);
+}
+
+/**
+ * pt_buffers_settle_clock - give every CPU its fast path back
+ * @sess: the session pt_buffers_leave_tsc() moved
+ *
+ * Call once the static key is off and every hook that tested it before
+ * is done (a grace period): no TSC time can come any more.  May sleep.
+ */
+void pt_buffers_settle_clock(struct pt_session *sess)
+{
+	unsigned int cpu;
+
+	mutex_lock(&sess->flush_lock);
+	cpus_read_lock();
+	on_each_cpu(pt_settle_clock_ipi, sess, true);
 	for_each_possible_cpu(cpu) {
 		if (!cpu_online(cpu))
-			pt_writer_leave_tsc(&sess->cpus[cpu], floor);
+			pt_writer_settle_clock(&sess->cpus[cpu]);
 	}
 	cpus_read_unlock();
 	mutex_unlock(&sess->flush_lock);

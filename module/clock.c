@@ -30,11 +30,12 @@
  * follow: if the TSC restarts lower, every event after the resume could
  * be stamped before the ones before the suspend.  So when the system is
  * about to sleep (sleep.c), a session on the TSC goes over to
- * local_clock() for the rest of its life, in three steps:
- * pt_clock_sleep_begin() keeps new sessions off the TSC, the session
- * moves each CPU's writer over (pt_writer_leave_tsc()), and
- * pt_clock_leave_tsc() switches the static key off; every chunk closed
- * from then on carries PAGETRACE_CHUNK_CLOCK_LOCAL (pt_clock_chunk_flags).
+ * local_clock() for the rest of its life (pt_sessions_leave_tsc()):
+ * pt_clock_sleep_begin() keeps new sessions off the TSC and marks every
+ * chunk closed from then on with PAGETRACE_CHUNK_CLOCK_LOCAL
+ * (pt_clock_chunk_flags), the session moves each CPU's writer over
+ * (pt_writer_leave_tsc()), and pt_clock_leave_tsc() switches the static
+ * key off.
  *
  * The two clocks disagree by pt_tsc.error_ns while the kernel trusts the
  * TSC, and by any amount once it has marked the TSC unstable (above):
@@ -68,8 +69,8 @@ u16 pt_clock_chunk_flags __read_mostly;
 
 /*
  * Serialises the clock's changes: a session choosing its clock against
- * the system leaving the TSC before it sleeps.  Guards pt_clock_sleeping and the
- * writes of pt_clock_tsc and pt_clock_chunk_flags.
+ * the system leaving the TSC before it sleeps.  Guards pt_clock_sleeping
+ * and the writes of pt_clock_tsc and pt_clock_chunk_flags.
  */
 static DEFINE_MUTEX(pt_clock_lock);
 /* Between the notice of a suspend or hibernation and the resume. */
@@ -94,10 +95,11 @@ MODULE_PARM_DESC(clock,
  * For tests only: nanoseconds added to the TSC clock, so that it runs
  * ahead of local_clock() as a TSC the kernel stopped trusting may; a test
  * then sees that a CPU's times stay in order when its session leaves the
- * TSC (selftests/pagetrace_clock_test.c).  0 in use.
+ * TSC (selftests/pagetrace_clock_test.c).  0 in use; only root may read
+ * or set it.
  */
 static ulong pt_tsc_skew_ns;
-module_param_named(tsc_skew_ns, pt_tsc_skew_ns, ulong, 0644);
+module_param_named(tsc_skew_ns, pt_tsc_skew_ns, ulong, 0600);
 MODULE_PARM_DESC(tsc_skew_ns,
 		 "Testing: nanoseconds the TSC clock runs ahead of local_clock() (default 0)");
 
@@ -112,11 +114,15 @@ MODULE_PARM_DESC(tsc_skew_ns,
  *    a paravirtual clock of its own rate (QEMU's TCG announces none);
  *  - the TSC rate does not follow the CPU frequency, or no cpufreq driver
  *    changes it: otherwise the kernel rescales sched_clock() on every
- *    frequency change.
+ *    frequency change;
+ *  - no kexec jump: a jump to another kernel and back (KEXEC_JUMP, which
+ *    no Debian kernel enables) re-bases sched_clock() on the return like
+ *    a resume, without the PM notice that moves a session off the TSC.
  */
 static bool pt_tsc_usable(void)
 {
-	return boot_cpu_has(X86_FEATURE_TSC) && tsc_khz &&
+	return !IS_ENABLED(CONFIG_KEXEC_JUMP) &&
+	       boot_cpu_has(X86_FEATURE_TSC) && tsc_khz &&
 	       !check_tsc_unstable() &&
 	       hypervisor_is_type(X86_HYPER_NATIVE) &&
 	       (boot_cpu_has(X86_FEATURE_CONSTANT_TSC) ||
@@ -209,7 +215,8 @@ unsigned int pt_clock_select(void)
  * Context: process context; may sleep.
  *
  * Return: whether events are stamped from the TSC now, so that the
- * caller moves the session's writers over and calls pt_clock_leave_tsc().
+ * caller moves the session's writers over and calls pt_clock_leave_tsc();
+ * chunks closed from here on say they may hold local_clock() times.
  */
 bool pt_clock_sleep_begin(void)
 {
@@ -218,6 +225,12 @@ bool pt_clock_sleep_begin(void)
 	mutex_lock(&pt_clock_lock);
 	pt_clock_sleeping = true;
 	tsc = static_key_enabled(&pt_clock_tsc);
+	/*
+	 * Chunks closed from here on may hold local_clock() times: the
+	 * writers change over one by one before the key goes off.
+	 */
+	if (tsc)
+		WRITE_ONCE(pt_clock_chunk_flags, PAGETRACE_CHUNK_CLOCK_LOCAL);
 	mutex_unlock(&pt_clock_lock);
 	return tsc;
 }
@@ -226,16 +239,13 @@ bool pt_clock_sleep_begin(void)
  * pt_clock_leave_tsc - stamp every event with local_clock() from now on
  *
  * Called after pt_clock_sleep_begin() and once the writers of the session
- * on the TSC, if one still runs, left it (pt_writer_leave_tsc()): this
- * turns the TSC's fast path off.  May sleep.
+ * on the TSC, if one runs, left it (pt_writer_leave_tsc()): this turns
+ * the TSC's fast path off.  May sleep.
  */
 void pt_clock_leave_tsc(void)
 {
 	mutex_lock(&pt_clock_lock);
-	/* A session started since chose local_clock(): nothing to leave. */
 	if (static_key_enabled(&pt_clock_tsc)) {
-		/* Chunks closed from here on may hold local_clock() times. */
-		WRITE_ONCE(pt_clock_chunk_flags, PAGETRACE_CHUNK_CLOCK_LOCAL);
 		static_branch_disable(&pt_clock_tsc);
 		pr_info("pagetrace: the system is going to sleep: events are stamped with local_clock(), not the TSC, until the next session\n");
 	}

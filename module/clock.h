@@ -66,7 +66,11 @@ static __always_inline u64 pt_tsc_scale(u64 cycles, u32 mult, u32 shift)
 	return lo;
 }
 
-/* The TSC in local_clock() nanoseconds; only while pt_clock_is_tsc(). */
+/*
+ * The TSC in local_clock() nanoseconds: while pt_clock_is_tsc(), and for
+ * the floors of the change to local_clock() (pt_buffers_leave_tsc(),
+ * before the key goes off).
+ */
 static __always_inline u64 pt_tsc_now(void)
 {
 	return pt_tsc_scale(rdtsc(), pt_tsc.mult, pt_tsc.shift) +

@@ -928,11 +928,26 @@ void pt_hooks_unregister(void)
 	pt_probes_unregister();
 	if (pt_have_tracepoints)
 		tracepoint_synchronize_unregister();
-	pt_have_tracepoints = false;
+	WRITE_ONCE(pt_have_tracepoints, false);
 #ifdef PT_BULK_HOOKS
 	WRITE_ONCE(pt_bulk_rh, NULL);
 #endif
 	WRITE_ONCE(pt_contig_rh, NULL);
+}
+
+/**
+ * pt_hooks_sync - wait until every handler running now has returned
+ *
+ * Kprobe handlers run with preemption off, which synchronize_rcu() waits
+ * out; tracepoint probes run under tracepoint_srcu on newer kernels
+ * (preemptible), which tracepoint_synchronize_unregister() waits out.
+ * May sleep.
+ */
+void pt_hooks_sync(void)
+{
+	if (READ_ONCE(pt_have_tracepoints))
+		tracepoint_synchronize_unregister();
+	synchronize_rcu();
 }
 
 /* Probe hits dropped by the kprobe core in this session so far. */

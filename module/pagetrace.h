@@ -104,9 +104,10 @@ struct pt_origin {
  *
  * Concurrency rules:
  *  - Writer fields (@chunk ... @named) are touched only by the owning
- *    CPU with interrupts disabled (pt_emit() and the flush and mode
- *    IPIs), or, while the CPU is offline and so cannot run a writer, by a
- *    flusher holding sess->flush_lock and cpus_read_lock().  No lock.
+ *    CPU with interrupts disabled (pt_emit() and the flush, mode and
+ *    clock IPIs), or, while the CPU is offline and so cannot run a
+ *    writer, by a flusher holding sess->flush_lock and cpus_read_lock().
+ *    No lock.
  *    Interrupts off do not keep out an NMI, and since 6.15 an NMI may
  *    allocate and free pages (alloc_pages_nolock()); nor do they keep out
  *    a kprobe (or BPF program) on a function the writer calls that
@@ -136,7 +137,10 @@ struct pt_cpu {
 	struct pagetrace_chunk	*chunk;		/* open buffer, NULL if none */
 	__le64			*words;		/* chunk's words */
 	u32			len;		/* words used */
-	u32			end;		/* @cap while @chunk is set, else 0 */
+	u32			end;		/* @cap while @chunk is set, else 0;
+						 * or 0 to send every event to
+						 * the slow path (clock_local)
+						 */
 	u32			cap;		/* words that fit */
 	u8			checks;		/* PT_CHECK_*: per-event tests */
 	bool			busy;		/* writer state being changed */
@@ -180,9 +184,9 @@ struct pt_cpu {
  * Interrupts are off wherever @c->busy is set, so only an NMI, or a probe
  * (kprobe, BPF) on a function the writer calls, can find it set.  Such an
  * event is dropped and counted, never written into the middle of the
- * interrupted one.  The flush IPIs take the state the same way; they run
- * with interrupts off and call nothing probed before taking it, so they
- * never find it taken.
+ * interrupted one.  The flush and clock IPIs take the state the same
+ * way; they run with interrupts off and call nothing probed before taking
+ * it, so they never find it taken.
  *
  * Return: false if the event must be dropped (it is counted already).
  */
@@ -216,7 +220,8 @@ enum pt_consumer {
 /*
  * struct pt_session - one open of /dev/pagetrace
  *
- * Locks, always taken in this order: @read_lock, @state_lock, @flush_lock.
+ * Locks, always taken in this order: @read_lock, @state_lock, then
+ * session.c's pt_live_lock, then @flush_lock, then cpus_read_lock().
  *
  * @read_lock serialises consumers (read(), PAGETRACE_IOC_CONSUME, FREEZE,
  * THAW, SET_MODE): the reader's position, every meta consumed written by
@@ -352,7 +357,7 @@ void pt_session_stop(struct pt_session *sess);
 void pt_session_free(struct pt_session *sess);
 void pt_session_flush(struct pt_session *sess, bool all);
 unsigned long pt_session_missed(struct pt_session *sess);
-void pt_session_leave_tsc(void);
+void pt_sessions_leave_tsc(void);
 
 /* writer.c */
 void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages);
@@ -362,6 +367,7 @@ bool pt_open_chunk(struct pt_cpu *c, u64 now);
 void pt_close_chunk(struct pt_cpu *c, u16 flags);
 void pt_writer_fold(struct pt_cpu *c);
 void pt_writer_leave_tsc(struct pt_cpu *c, u64 floor);
+void pt_writer_settle_clock(struct pt_cpu *c);
 bool pt_writer_pending(const struct pt_cpu *c);
 void pt_writers_publish(struct pt_session *sess);
 unsigned long pt_turned_away_pages(void);
@@ -373,6 +379,7 @@ void pt_buffers_free(struct pt_session *sess);
 void pt_flush(struct pt_session *sess, bool all, unsigned long missed);
 void pt_set_overwrite(struct pt_session *sess, bool on);
 void pt_buffers_leave_tsc(struct pt_session *sess);
+void pt_buffers_settle_clock(struct pt_session *sess);
 bool pt_flush_late_losses(struct pt_session *sess);
 bool pt_reader_ready(struct pt_session *sess);
 ssize_t pt_read_chunks(struct pt_session *sess, char __user *buf, size_t count);
@@ -458,6 +465,7 @@ unsigned int pt_hooks_backend(void);
 int pt_hooks_init(void);
 int pt_hooks_register(unsigned int backend, u32 *uncovered);
 void pt_hooks_unregister(void);
+void pt_hooks_sync(void);
 unsigned long pt_hooks_missed(void);
 
 /* device.c */

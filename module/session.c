@@ -227,11 +227,12 @@ void pt_sessions_exit(void)
 }
 
 /*
- * The session whose writers may run, for pt_session_leave_tsc(): set before
- * they are published and cleared once no hook can reach them, under
- * pt_live_lock, which pt_session_leave_tsc() holds while it uses the
- * session, so that the session is not freed under it.  Lock order:
- * sess->state_lock (stop), pt_live_lock, sess->flush_lock.
+ * The session whose writers may run, for pt_sessions_leave_tsc(): set
+ * before they are published and cleared once no hook can reach them.
+ * pt_live_lock guards it, and is held across the whole change of clock,
+ * so that a session cannot start on the TSC in the middle of it, nor be
+ * freed under it.  Lock order: sess->state_lock (stop), pt_live_lock,
+ * then pt_clock_lock or sess->flush_lock.
  */
 static struct pt_session *pt_live;
 static DEFINE_MUTEX(pt_live_lock);
@@ -243,17 +244,47 @@ static void pt_session_set_live(struct pt_session *sess)
 	mutex_unlock(&pt_live_lock);
 }
 
-/**
- * pt_session_leave_tsc - move the running session's writers to local_clock()
- *
- * For the system about to sleep (sleep.c), between pt_clock_sleep_begin()
- * and pt_clock_leave_tsc().  Context: process context; may sleep.
- */
-void pt_session_leave_tsc(void)
+static void pt_session_clear_live(struct pt_session *sess)
 {
 	mutex_lock(&pt_live_lock);
-	if (pt_live)
-		pt_buffers_leave_tsc(pt_live);
+	if (pt_live == sess)
+		pt_live = NULL;
+	mutex_unlock(&pt_live_lock);
+}
+
+/**
+ * pt_sessions_leave_tsc - the system is about to sleep: off the TSC
+ *
+ * No session may choose the TSC from here until the resume
+ * (pt_clock_sleep_end()).  If one stamps with it, each CPU's writer
+ * changes over to local_clock() from a floor at its own last TSC time
+ * (pt_buffers_leave_tsc()), then the TSC's fast path is turned off, and
+ * once no hook can still be on it (pt_hooks_sync(): a hook tests the
+ * static key before it turns interrupts off, and may be preempted there
+ * on kernels whose tracepoints run under SRCU) the writers get their
+ * fast path back.
+ * May sleep.
+ */
+void pt_sessions_leave_tsc(void)
+{
+	struct pt_session *sess;
+
+	mutex_lock(&pt_live_lock);
+	if (!pt_clock_sleep_begin())
+		goto unlock;
+	sess = pt_live;
+	/* The key is on for the newest session's choice: this one's. */
+	if (sess && (sess->header_flags & PAGETRACE_CLOCK_MASK) !=
+		    PAGETRACE_CLOCK_TSC)
+		sess = NULL;
+	if (sess)
+		pt_buffers_leave_tsc(sess);
+	pt_clock_leave_tsc();
+	if (sess) {
+		pt_hooks_sync();
+		pt_buffers_settle_clock(sess);
+	}
+unlock:
 	mutex_unlock(&pt_live_lock);
 }
 
@@ -380,7 +411,7 @@ clear_writers:
 	pt_writers_clear();
 	pt_hooks_unregister();
 	synchronize_rcu();
-	pt_session_set_live(NULL);
+	pt_session_clear_live(sess);
 free_meta:
 	pt_meta_free(sess);
 free_stop_counters:
@@ -438,7 +469,7 @@ void pt_session_stop(struct pt_session *sess)
 	/* Also waits out handlers that read a writer before it was cleared. */
 	synchronize_rcu();
 	/* No event comes any more: no clock to change. */
-	pt_session_set_live(NULL);
+	pt_session_clear_live(sess);
 	cancel_delayed_work_sync(&sess->flush_work);
 	/* A flight recorder still overwrites here, keeping the newest. */
 	pt_session_flush(sess, true);

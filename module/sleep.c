@@ -6,9 +6,8 @@
  * re-bases local_clock() on resume, which a session stamping from the TSC
  * with a fixed offset would not follow (clock.c).  So before the system
  * sleeps, a session on the TSC moves to local_clock() for the rest of its
- * life: new sessions are kept off the TSC, every CPU's writer changes over
- * with its times kept in order, and then the TSC's fast path is turned off.
- * After the resume, new sessions may choose the TSC again.
+ * life (pt_sessions_leave_tsc()).  After the resume, new sessions may
+ * choose the TSC again.
  */
 #include <linux/notifier.h>
 #include <linux/suspend.h>
@@ -23,10 +22,7 @@ static int pt_sleep_pm_event(struct notifier_block *nb, unsigned long action,
 	case PM_SUSPEND_PREPARE:
 	case PM_HIBERNATION_PREPARE:
 	case PM_RESTORE_PREPARE:
-		if (pt_clock_sleep_begin()) {
-			pt_session_leave_tsc();
-			pt_clock_leave_tsc();
-		}
+		pt_sessions_leave_tsc();
 		break;
 	case PM_POST_SUSPEND:
 	case PM_POST_HIBERNATION:

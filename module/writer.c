@@ -205,10 +205,11 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
  * its earlier ones, whatever the two clocks say; the times stay at the
  * floor until local_clock() passes it.
  *
- * Until the static key follows (pt_clock_leave_tsc()), the TSC's fast
- * path still runs and would stamp with the TSC: @end at 0 sends each of
- * the CPU's events to pt_emit_slow(), which stamps it with local_clock()
- * instead.
+ * Until the static key is off (pt_clock_leave_tsc()) and every caller
+ * that tested it before is done, the TSC's fast path may still run and
+ * would stamp with the TSC: @end at 0 sends each of the CPU's events to
+ * pt_emit_slow(), which stamps it with local_clock() instead, until
+ * pt_writer_settle_clock() gives the fast path back.
  */
 void pt_writer_leave_tsc(struct pt_cpu *c, u64 floor)
 {
@@ -223,6 +224,19 @@ void pt_writer_leave_tsc(struct pt_cpu *c, u64 floor)
 	else if (c->chunk)
 		pt_close_chunk(c, 0);
 	c->base = base;
+}
+
+/**
+ * pt_writer_settle_clock - give the fast path back after leaving the TSC
+ * @c: the CPU, owned by the caller as for pt_open_chunk()
+ *
+ * Called once no caller can still be on the TSC's fast path: every event
+ * from here on comes with a local_clock() time.
+ */
+void pt_writer_settle_clock(struct pt_cpu *c)
+{
+	c->clock_local = false;
+	c->end = c->chunk ? c->cap : 0;
 }
 
 /*
@@ -370,24 +384,14 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 					  const struct pt_origin *origin,
 					  unsigned long flags)
 {
-	if (likely(!c->clock_local)) {
-		pt_write(c, type, pfn, npages, origin, c->now);
-		goto out;
-	}
 	/*
-	 * The CPU left the TSC (pt_writer_leave_tsc()): @c->now may be a TSC
-	 * time, from the TSC's fast path, which runs until the static key is
-	 * off and must send every event here meanwhile (@end 0).  Once it is
-	 * off, the local_clock() fast path takes over, with its @end back.
+	 * A CPU that left the TSC (pt_writer_leave_tsc()) may still get an
+	 * event from the TSC's fast path, with a TSC time, until every
+	 * caller that tested the static key before it went off is done
+	 * (pt_writer_settle_clock()); @end 0 sends each such event here.
 	 */
-	pt_write(c, type, pfn, npages, origin, local_clock());
-	if (pt_clock_is_tsc()) {
-		c->end = 0;
-	} else {
-		c->clock_local = false;
-		c->end = c->chunk ? c->cap : 0;
-	}
-out:
+	pt_write(c, type, pfn, npages, origin,
+		 unlikely(c->clock_local) ? local_clock() : c->now);
 	pt_writer_exit(c);
 	local_irq_restore(flags);
 }

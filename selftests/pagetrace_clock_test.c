@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <linux/pagetrace.h>
@@ -120,6 +121,30 @@ static bool kmsg_says(const char *what)
 }
 
 /*
+ * Whether the running kernel was built with CONFIG_KEXEC_JUMP, as its
+ * config in /boot says (Debian installs it there; no Debian kernel sets
+ * it).  Without a config to read: no.
+ */
+static bool kexec_jump_built(void)
+{
+	char path[300], line[256];
+	bool yes = false;
+	struct utsname u;
+	FILE *f;
+
+	if (uname(&u))
+		return false;
+	snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!yes && fgets(line, sizeof(line), f))
+		yes = !strcmp(line, "CONFIG_KEXEC_JUMP=y\n");
+	fclose(f);
+	return yes;
+}
+
+/*
  * The clock clock=auto must choose, from what the kernel shows of the
  * conditions clock.c checks; @why says which decided.
  */
@@ -127,7 +152,9 @@ static unsigned int expected_clock(char *why, size_t len)
 {
 	const char *hv = known_hypervisor();
 
-	if (!file_has_word("/proc/cpuinfo", "tsc")) {
+	if (kexec_jump_built()) {
+		snprintf(why, len, "kexec jump built in");
+	} else if (!file_has_word("/proc/cpuinfo", "tsc")) {
 		snprintf(why, len, "no TSC");
 	} else if (!file_has_word("/sys/devices/system/clocksource/clocksource0/available_clocksource",
 				  "tsc") || kmsg_says("Marking TSC unstable")) {
@@ -441,18 +468,24 @@ TEST_F(clock, sleep_leaves_the_tsc)
 }
 
 /* How far the change-over test sets the TSC clock ahead: seconds. */
-#define SKEW_NS		4000000000ULL
+#define SKEW_NS		6000000000ULL
 
 /*
  * The change from the TSC to local_clock() keeps each CPU's times in
  * order whatever the two clocks say (module/writer.c,
  * pt_writer_leave_tsc()).  The module's test knob tsc_skew_ns sets the
- * TSC clock 4 s ahead of local_clock(), as a TSC the kernel stopped
- * trusting may drift.  An allocation before the change is stamped 4 s
- * ahead of its window; those in the 4 s after it at no earlier time (at
+ * TSC clock 6 s ahead of local_clock(), as a TSC the kernel stopped
+ * trusting may drift.  An allocation before the change is stamped 6 s
+ * ahead of its window; those in the 6 s after it at no earlier time (at
  * the floor the change left: the reader would refuse a time going
  * backwards on a CPU); one after local_clock() has passed the floor in
  * its own window again.
+ *
+ * It runs where the kernel trusts the TSC: in make check's one-vCPU VM,
+ * where the change-over's IPIs run on the one CPU only; booted with
+ * tsc=reliable, a VM with more vCPUs trusts it too and the test then
+ * covers the other CPUs' change-over as well (their events decode in
+ * order; the test allocates on CPU 0).
  */
 TEST_F(clock, change_keeps_order)
 {
@@ -481,8 +514,9 @@ TEST_F(clock, change_keeps_order)
 	ASSERT_EQ(said + 1, kmsg_count(LEFT_TSC))
 		TH_LOG("the module did not say it left the TSC for local_clock()");
 	ASSERT_EQ(0, gt_alloc(&pfn[1], &t0[1], &t1[1]));
-	ASSERT_GT(t0[0] + SKEW_NS, t1[1])
-		TH_LOG("the suspend steps took longer than the skew: nothing tested");
+	if (t1[1] >= t0[0] + SKEW_NS)
+		SKIP(return, "the suspend steps took %.1f s, longer than the skew: nothing tested",
+		     (t1[1] - t0[0]) / 1e9);
 	/* Past the floor: local_clock() is at or after the TSC's times again. */
 	usleep(SKEW_NS / 1000 + 200000);
 	ASSERT_EQ(0, gt_alloc(&pfn[2], &t0[2], &t1[2]));
@@ -505,8 +539,9 @@ TEST_F(clock, change_keeps_order)
 	 */
 	after = 0;
 	for (const struct pgtrace_event *x = e[0] + 1; x < e[2]; x++) {
+		/* The reader takes the CPUs' chunks in turns: CPU 0's only. */
 		if (x->type != PGTRACE_EV_ALLOC || x->pfn != pfn[1] ||
-		    (x->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT))
+		    x->cpu != e[0]->cpu || (x->chunk_flags & PAGETRACE_CHUNK_SNAPSHOT))
 			continue;
 		after++;
 		EXPECT_GT(x->time_ns, t1[1] + SLACK_NS + t.clock_error_ns)
