@@ -9,9 +9,10 @@
  *
  * The TSC is trusted only when the guest's TSCs are synchronised: QEMU's
  * TCG offers no invariant TSC, so the kernel marks it unstable with two
- * vCPUs and trusts it with one.  scripts/test/check.sh runs this test (and the
- * ground-truth test) in a one-vCPU VM as well, where clock=auto must give
- * PAGETRACE_CLOCK_TSC.
+ * vCPUs and trusts it with one, or with tsc=reliable on the command line
+ * (its vCPUs read one clock).  scripts/test/check.sh runs this test (and
+ * the ground-truth test) in a VM booted so as well, where clock=auto must
+ * give PAGETRACE_CLOCK_TSC.
  *
  * A session on the TSC leaves it for local_clock() before the system
  * sleeps, and says so in its chunks (sleep_leaves_the_tsc).
@@ -481,11 +482,10 @@ TEST_F(clock, sleep_leaves_the_tsc)
  * backwards on a CPU); one after local_clock() has passed the floor in
  * its own window again.
  *
- * It runs where the kernel trusts the TSC: in make check's one-vCPU VM,
- * where the change-over's IPIs run on the one CPU only; booted with
- * tsc=reliable, a VM with more vCPUs trusts it too and the test then
- * covers the other CPUs' change-over as well (their events decode in
- * order; the test allocates on CPU 0).
+ * It runs where the kernel trusts the TSC: in make check's VM booted with
+ * tsc=reliable, on two CPUs, so that the change-over's IPI runs on the
+ * other CPU too (its events must decode in order; the test allocates on
+ * CPU 0).
  */
 TEST_F(clock, change_keeps_order)
 {
