@@ -258,57 +258,76 @@ void pt_set_overwrite(struct pt_session *sess, bool on)
 	mutex_unlock(&sess->flush_lock);
 }
 
-static void pt_leave_tsc_ipi(void *info)
+struct pt_each {
+	struct pt_session	*sess;
+	void			(*fn)(struct pt_cpu *c, bool online);
+};
+
+static void pt_each_ipi(void *info)
 {
-	struct pt_session *sess = info;
-	struct pt_cpu *c = &sess->cpus[smp_processor_id()];
+	struct pt_each *e = info;
+	struct pt_cpu *c = &e->sess->cpus[smp_processor_id()];
 
 	if (WARN_ON_ONCE(!pt_writer_enter(c)))
 		return;
-	/* This CPU's TSC, read after every event it stamped from it. */
-	pt_writer_leave_tsc(c, pt_tsc_now());
+	e->fn(c, true);
 	pt_writer_exit(c);
+}
+
+/*
+ * Change every CPU's writer state with @fn, as the flushes do: in an IPI
+ * on each online CPU (interrupts off there, the state taken), and here
+ * for each offline one, which stays offline meanwhile.  May sleep.
+ */
+static void pt_writers_each(struct pt_session *sess,
+			    void (*fn)(struct pt_cpu *c, bool online))
+{
+	struct pt_each e = { sess, fn };
+	unsigned int cpu;
+
+	mutex_lock(&sess->flush_lock);
+	cpus_read_lock();
+	on_each_cpu(pt_each_ipi, &e, true);
+	for_each_possible_cpu(cpu) {
+		if (!cpu_online(cpu))
+			fn(&sess->cpus[cpu], false);
+	}
+	cpus_read_unlock();
+	mutex_unlock(&sess->flush_lock);
+}
+
+/*
+ * An online CPU's floor is its own TSC, read after every event it
+ * stamped from it.  An offline CPU's last event may be later than our
+ * TSC says, if the TSCs are not synchronised (the kernel stopped trusting
+ * them); it is no later than its last time base and the largest delta an
+ * event word holds, so its floor is that, or our TSC if later.
+ */
+static void pt_leave_tsc_one(struct pt_cpu *c, bool online)
+{
+	u64 floor = pt_tsc_now();
+
+	if (!online)
+		floor = max(floor, c->base + PAGETRACE_TIME_MAX_DELTA);
+	pt_writer_leave_tsc(c, floor);
 }
 
 /**
  * pt_buffers_leave_tsc - move every CPU's writer from the TSC to local_clock()
  * @sess: a session whose events are stamped from the TSC, static key on
  *
- * The same ragged barrier as pt_flush(): each online CPU changes over in
- * an IPI, at an instant between two of its events, from a floor at its
- * own TSC time (pt_writer_leave_tsc()).  An offline CPU's last event may
- * be later than our TSC says, if the TSCs are not synchronised (the
- * kernel stopped trusting them); it is no later than its last time base
- * and the largest delta an event word holds, so its floor is that, or
- * our TSC if later.  May sleep.
+ * A ragged barrier, as pt_flush() is: each online CPU changes over at an
+ * instant between two of its events, from a floor at its own TSC time
+ * (pt_writer_leave_tsc()).  May sleep.
  */
 void pt_buffers_leave_tsc(struct pt_session *sess)
 {
-	unsigned int cpu;
-
-	mutex_lock(&sess->flush_lock);
-	cpus_read_lock();
-	on_each_cpu(pt_leave_tsc_ipi, sess, true);
-	for_each_possible_cpu(cpu) {
-		struct pt_cpu *c = &sess->cpus[cpu];
-
-		if (!cpu_online(cpu))
-			pt_writer_leave_tsc(c, max(pt_tsc_now(), c->base +
-						   PAGETRACE_TIME_MAX_DELTA));
-	}
-	cpus_read_unlock();
-	mutex_unlock(&sess->flush_lock);
+	pt_writers_each(sess, pt_leave_tsc_one);
 }
 
-static void pt_settle_clock_ipi(void *info)
+static void pt_settle_clock_one(struct pt_cpu *c, bool online)
 {
-	struct pt_session *sess = info;
-	struct pt_cpu *c = &sess->cpus[smp_processor_id()];
-
-	if (WARN_ON_ONCE(!pt_writer_enter(c)))
-		return;
 	pt_writer_settle_clock(c);
-	pt_writer_exit(c);
 }
 
 /**
@@ -316,21 +335,11 @@ static void pt_settle_clock_ipi(void *info)
  * @sess: the session pt_buffers_leave_tsc() moved
  *
  * Call once the static key is off and every hook that tested it before
- * is done (a grace period): no TSC time can come any more.  May sleep.
+ * is done (pt_hooks_sync()): no TSC time can come any more.  May sleep.
  */
 void pt_buffers_settle_clock(struct pt_session *sess)
 {
-	unsigned int cpu;
-
-	mutex_lock(&sess->flush_lock);
-	cpus_read_lock();
-	on_each_cpu(pt_settle_clock_ipi, sess, true);
-	for_each_possible_cpu(cpu) {
-		if (!cpu_online(cpu))
-			pt_writer_settle_clock(&sess->cpus[cpu]);
-	}
-	cpus_read_unlock();
-	mutex_unlock(&sess->flush_lock);
+	pt_writers_each(sess, pt_settle_clock_one);
 }
 
 /**

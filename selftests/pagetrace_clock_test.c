@@ -384,6 +384,24 @@ static bool pm_test_why(char *why, size_t len)
 }
 
 /*
+ * Whether a session would start on the TSC and the suspend steps can be
+ * taken (pm_test_freeze()); if not, @why says why not.
+ */
+static bool tsc_to_leave(char *why, size_t len)
+{
+	char clock_why[64];
+
+	if (!pm_test_why(why, len))
+		return false;
+	if (expected_clock(clock_why, sizeof(clock_why)) != PAGETRACE_CLOCK_TSC) {
+		snprintf(why, len, "the session's clock is local_clock() (%s): no TSC to leave",
+			 clock_why);
+		return false;
+	}
+	return true;
+}
+
+/*
  * Take the kernel through its suspend steps without sleeping (pm_test
  * level "freezer", state "freeze": the PM notifiers run, every task is
  * frozen and thawed), with a pause of 1 s where it would sleep.
@@ -420,16 +438,14 @@ static int pm_test_freeze(void)
  */
 TEST_F(clock, sleep_leaves_the_tsc)
 {
-	char why[128], flush[32] = "500";
+	char why[160], flush[32] = "500";
 	uint64_t pfn[2], t0[2], t1[2];
 	const struct pgtrace_event *e[2];
 	struct pt_st_trace t = { 0 };
 	int ret, said;
 
-	if (!pm_test_why(why, sizeof(why)))
+	if (!tsc_to_leave(why, sizeof(why)))
 		SKIP(return, "%s", why);
-	if (expected_clock(why, sizeof(why)) != PAGETRACE_CLOCK_TSC)
-		SKIP(return, "the session's clock is local_clock() (%s): no TSC to leave", why);
 	ASSERT_EQ(0, pt_st_gt_load());
 	ASSERT_EQ(0, pt_st_pin_cpu(0));
 	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
@@ -492,13 +508,11 @@ TEST_F(clock, change_keeps_order)
 	uint64_t pfn[3], t0[3], t1[3];
 	const struct pgtrace_event *e[3] = { NULL };
 	struct pt_st_trace t = { 0 };
-	char why[128], skew[32];
+	char why[160], skew[32];
 	int ret, said, after;
 
-	if (!pm_test_why(why, sizeof(why)))
+	if (!tsc_to_leave(why, sizeof(why)))
 		SKIP(return, "%s", why);
-	if (expected_clock(why, sizeof(why)) != PAGETRACE_CLOCK_TSC)
-		SKIP(return, "the session's clock is local_clock() (%s): no TSC to leave", why);
 	ASSERT_EQ(0, pt_st_gt_load());
 	ASSERT_EQ(0, pt_st_pin_cpu(0));
 	snprintf(skew, sizeof(skew), "%llu", SKEW_NS);
