@@ -93,7 +93,8 @@ bool pt_open_chunk(struct pt_cpu *c, u64 now)
 	c->words[0] = cpu_to_le64(pagetrace_pid_word(c->cpu));
 	c->words[1] = cpu_to_le64(pagetrace_sync_word(c->base));
 	c->len = 2;
-	c->end = c->cap;
+	/* A CPU leaving the TSC keeps its events off the fast path. */
+	c->end = c->clock_local ? 0 : c->cap;
 	/* Every chunk names its tasks again: chunks may be lost or dropped. */
 	c->task = PT_TASK_NONE;
 	memset(c->named, 0, sizeof(c->named));

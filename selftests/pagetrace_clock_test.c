@@ -25,12 +25,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/pagetrace.h>
@@ -188,11 +191,17 @@ static unsigned int session_clock(void)
 
 FIXTURE(clock) {
 	int dev;
+	pid_t load;
+	long buf_size;
+	long nr_bufs;
 };
 
 FIXTURE_SETUP(clock)
 {
 	self->dev = -1;
+	self->load = 0;
+	self->buf_size = pt_st_get_param("buf_size");
+	self->nr_bufs = pt_st_get_param("nr_bufs");
 	ASSERT_EQ(0, pt_st_set_param("clock", "auto"));
 }
 
@@ -200,8 +209,20 @@ FIXTURE_TEARDOWN(clock)
 {
 	if (self->dev >= 0)
 		close(self->dev);
+	char v[32];
+
+	if (self->load > 0) {
+		kill(self->load, SIGKILL);
+		waitpid(self->load, NULL, 0);
+	}
 	pt_st_set_param("clock", "auto");
 	pt_st_set_param("tsc_skew_ns", "0");
+	snprintf(v, sizeof(v), "%ld", self->buf_size);
+	if (self->buf_size > 0)
+		pt_st_set_param("buf_size", v);
+	snprintf(v, sizeof(v), "%ld", self->nr_bufs);
+	if (self->nr_bufs > 0)
+		pt_st_set_param("nr_bufs", v);
 }
 
 TEST_F(clock, auto_as_the_kernel_trusts_the_tsc)
@@ -484,6 +505,34 @@ TEST_F(clock, sleep_leaves_the_tsc)
 	pt_st_trace_free(&t);
 }
 
+/*
+ * A child on the last CPU that maps, touches and unmaps 64 KiB until it is
+ * killed: allocations and frees there while the writers change over.
+ * Returns its pid, or 0 on one CPU.
+ */
+static pid_t churn_other_cpu(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	pid_t pid;
+
+	if (n < 2)
+		return 0;
+	pid = pt_st_fork_tied();
+	if (pid)
+		return pid;
+	pt_st_pin_cpu(n - 1);
+	for (;;) {
+		char *p = mmap(NULL, 64 << 10, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			_exit(1);
+		for (int i = 0; i < 64 << 10; i += 4096)
+			p[i] = 1;
+		munmap(p, 64 << 10);
+	}
+}
+
 /* How far the change-over test sets the TSC clock ahead: seconds. */
 #define SKEW_NS		6000000000ULL
 
@@ -500,8 +549,9 @@ TEST_F(clock, sleep_leaves_the_tsc)
  *
  * It runs where the kernel trusts the TSC: in make check's VM booted with
  * tsc=reliable, on two CPUs, so that the change-over's IPI runs on the
- * other CPU too (its events must decode in order; the test allocates on
- * CPU 0).
+ * other CPU too, where a child allocates and frees meanwhile into 4 KiB
+ * buffers, rotating every few hundred events, as the change goes on: its
+ * events must decode in order (the test's own allocations are on CPU 0).
  */
 TEST_F(clock, change_keeps_order)
 {
@@ -517,9 +567,14 @@ TEST_F(clock, change_keeps_order)
 	ASSERT_EQ(0, pt_st_pin_cpu(0));
 	snprintf(skew, sizeof(skew), "%llu", SKEW_NS);
 	ASSERT_EQ(0, pt_st_set_param("tsc_skew_ns", skew));
+	/* Small buffers, many of them: rotations during the change, no loss. */
+	ASSERT_EQ(0, pt_st_set_param("buf_size", "4096"));
+	ASSERT_EQ(0, pt_st_set_param("nr_bufs", "4096"));
 	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, self->dev);
 	ASSERT_EQ(0, pt_st_set_param("tsc_skew_ns", "0"));
+	self->load = churn_other_cpu();
+	ASSERT_LE(0, self->load);
 	/* Right before the change: its chunk is still open at it. */
 	ASSERT_EQ(0, gt_alloc(&pfn[0], &t0[0], &t1[0]));
 	said = kmsg_count(LEFT_TSC);
@@ -528,6 +583,11 @@ TEST_F(clock, change_keeps_order)
 	ASSERT_EQ(said + 1, kmsg_count(LEFT_TSC))
 		TH_LOG("the module did not say it left the TSC for local_clock()");
 	ASSERT_EQ(0, gt_alloc(&pfn[1], &t0[1], &t1[1]));
+	if (self->load > 0) {
+		kill(self->load, SIGKILL);
+		waitpid(self->load, NULL, 0);
+		self->load = 0;
+	}
 	if (t1[1] >= t0[0] + SKEW_NS)
 		SKIP(return, "the suspend steps took %.1f s, longer than the skew: nothing tested",
 		     (t1[1] - t0[0]) / 1e9);
