@@ -245,25 +245,29 @@ int pt_filter_setup(struct pt_filter *f)
 		return PTR_ERR(cgrp);
 	f->cgrp = cgrp;
 	for (type = PAGETRACE_EV_ALLOC; type <= PAGETRACE_EV_RECLAIM; type++)
-		f->keep[type] = f->types & BIT(type) ? f->orders : 0;
+		f->keep_several[type] = f->types & BIT(type) ? f->orders : 0;
 	f->tests = (f->types != PT_ALL_TYPES || f->orders != U64_MAX ?
 		    PT_FILTER_ORDERS : 0) |
 		   (f->all_nodes ? 0 : PT_FILTER_NODES) |
 		   (f->cgrp ? PT_FILTER_CGROUP : 0);
 	f->active = f->tests;
-	/* A filter of one kind makes its test alone (pt_filter_keeps()). */
+	/*
+	 * A filter of one kind makes its test alone; several kinds start
+	 * with the order test on an empty table, which sends every event on
+	 * to pt_filter_keeps_several() (pt_filter_keeps()).
+	 */
 	switch (f->tests) {
-	case PT_FILTER_ORDERS:
-		f->kind = PT_FILTER_ONLY_ORDERS;
-		break;
 	case PT_FILTER_NODES:
-		f->kind = PT_FILTER_ONLY_NODES;
+		f->kind = PT_FILTER_FIRST_NODES;
 		break;
 	case PT_FILTER_CGROUP:
-		f->kind = PT_FILTER_ONLY_CGROUP;
+		f->kind = PT_FILTER_FIRST_CGROUP;
 		break;
+	case PT_FILTER_ORDERS:
+		memcpy(f->keep, f->keep_several, sizeof(f->keep));
+		fallthrough;
 	default:
-		f->kind = PT_FILTER_SEVERAL;
+		f->kind = PT_FILTER_FIRST_ORDERS;
 	}
 	return 0;
 }

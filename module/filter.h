@@ -33,24 +33,25 @@ static_assert(PAGETRACE_EV_RECLAIM <= PT_FILTER_TYPE_MASK);
 #define PT_FILTER_CGROUP	BIT(2)	/* only tasks of @cgrp and below */
 
 /*
- * pt_filter.kind: which test alone, or several.  Numbered so that one
- * compare with PT_FILTER_ONLY_NODES tells three ways apart (equal, above,
- * below), and PT_FILTER_ONLY_CGROUP the highest.
+ * pt_filter.kind: which test pt_filter_keeps() makes first.  Numbered so
+ * that one compare with PT_FILTER_FIRST_CGROUP tells the three apart
+ * (below, equal, above).  Filters of several kinds start with the order
+ * test, whose table is then empty so that every event goes on to them.
  */
 enum pt_filter_kind {
-	PT_FILTER_SEVERAL,
-	PT_FILTER_ONLY_ORDERS,
-	PT_FILTER_ONLY_NODES,
-	PT_FILTER_ONLY_CGROUP,
+	PT_FILTER_FIRST_NODES = 1,
+	PT_FILTER_FIRST_CGROUP,
+	PT_FILTER_FIRST_ORDERS,
 };
 
 /**
  * struct pt_filter - which events a session keeps
  * @keep: per event type, BIT_ULL(order) of the orders kept: @orders, or 0
- *	  for a type left out; one load decides both
- * @kind: enum pt_filter_kind: the one test to make, or several; one load
- *	  picks it (pt_filter_keeps())
+ *	  for a type left out; one load decides both.  All 0 with filters of
+ *	  several kinds, which go to pt_filter_keeps_several().
+ * @kind: enum pt_filter_kind: the test to make first; one load picks it
  * @tests: PT_FILTER_*: the tests to make
+ * @keep_several: @keep for filters of several kinds
  * @active: any of the rest leaves something out
  * @all_nodes: every node kept, @nodes not looked at
  * @types: BIT(PAGETRACE_EV_*) of the types kept
@@ -72,10 +73,11 @@ struct pt_filter {
 	struct cgroup	*cgrp;
 	u64		orders;
 	nodemask_t	nodes;
+	u64		keep_several[PT_FILTER_TYPE_MASK + 1];
 };
 
 /* The type and order test: a table load and a bit test. */
-static __always_inline bool pt_filter_keeps_order(const struct pt_filter *f,
+static __always_inline bool pt_filter_keeps_order(const u64 *keep,
 						  unsigned int type,
 						  unsigned long npages)
 {
@@ -94,7 +96,7 @@ static __always_inline bool pt_filter_keeps_order(const struct pt_filter *f,
 	 * bounds check (UBSAN_BOUNDS, which 7.x enables) would be a call,
 	 * and a call costs the whole fast path its leaf frame.
 	 */
-	return (f->keep[type & PT_FILTER_TYPE_MASK] >> (order & 63)) & 1;
+	return (keep[type & PT_FILTER_TYPE_MASK] >> (order & 63)) & 1;
 }
 
 /*
@@ -143,6 +145,24 @@ static __always_inline bool pt_filter_keeps_task(const struct pt_filter *f)
 	return likely(cgrp == f->cgrp) || cgroup_is_descendant(cgrp, f->cgrp);
 }
 
+/* Filters of several kinds: each test, the cheapest first. */
+static __always_inline bool pt_filter_keeps_several(const struct pt_filter *f,
+						    unsigned int type,
+						    unsigned long pfn,
+						    unsigned long npages)
+{
+	/*
+	 * Hidden, so that the compiler computes the order here again rather
+	 * than keep parts of it from the first order test, which would cost
+	 * that test (the hot one) instructions.
+	 */
+	OPTIMIZER_HIDE_VAR(type);
+	OPTIMIZER_HIDE_VAR(npages);
+	return pt_filter_keeps_order(f->keep_several, type, npages) &&
+	       (!(f->tests & PT_FILTER_NODES) || pt_filter_keeps_page(f, pfn)) &&
+	       (!(f->tests & PT_FILTER_CGROUP) || pt_filter_keeps_task(f));
+}
+
 /**
  * pt_filter_keeps - whether the session records an event
  * @f: the session's filter, active
@@ -152,12 +172,13 @@ static __always_inline bool pt_filter_keeps_task(const struct pt_filter *f)
  *
  * Called from the hot path, interrupts off, in any context.  One load of
  * @f->kind and one compare pick the test of a filter of one kind, the
- * usual case, which is then made alone: a type and order filter costs
- * 14 instructions to keep an event, a node filter 11, a cgroup filter
- * 14 for a task in its own cgroup (pt_emit() on 7.3 by objdump, from the
- * load of the session pointer to the branch back).
- * Filters of several kinds make each test they need.  Nothing that takes
- * a lock, allocates or calls out.
+ * usual case, which is then made alone: counted in pt_emit() on 7.3
+ * (objdump, from the load of the session pointer to the branch back), a
+ * type and order filter costs 12 instructions to keep an event (15 to
+ * drop one, to the filtered counter), a node filter 12, a cgroup filter
+ * 13 for a task in its own cgroup.  Filters of
+ * several kinds fail the order test on an empty table and make each test
+ * they need.  Nothing that takes a lock, allocates or calls out.
  *
  * Return: true to record the event, false to count it as filtered.
  */
@@ -169,32 +190,24 @@ static __always_inline bool pt_filter_keeps(const struct pt_filter *f,
 	unsigned int kind = f->kind;
 
 	/*
-	 * One compare of @kind with PT_FILTER_ONLY_NODES, then its flags:
-	 * equal, above (cgroup), below (orders, or several).  The ifs, not
-	 * returns of the tests: they compile to bare branches.
+	 * One compare of @kind with PT_FILTER_FIRST_CGROUP, then its flags.
+	 * The ifs, not returns of the tests: they compile to bare branches.
 	 */
-	if (kind == PT_FILTER_ONLY_NODES) {
-		if (pt_filter_keeps_page(f, pfn))
-			return true;
-		return false;
-	}
-	if (kind > PT_FILTER_ONLY_NODES) {
+	if (kind == PT_FILTER_FIRST_CGROUP) {
 		if (pt_filter_keeps_task(f))
 			return true;
 		return false;
 	}
-	if (kind == PT_FILTER_ONLY_ORDERS) {
-		if (pt_filter_keeps_order(f, type, npages))
+	if (kind > PT_FILTER_FIRST_CGROUP) {
+		if (pt_filter_keeps_order(f->keep, type, npages))
 			return true;
-		return false;
+		if (likely(f->tests == PT_FILTER_ORDERS))
+			return false;
+		return pt_filter_keeps_several(f, type, pfn, npages);
 	}
-	/* Filters of more than one kind: each, the cheapest first. */
-	return (!(f->tests & PT_FILTER_ORDERS) ||
-		pt_filter_keeps_order(f, type, npages)) &&
-	       (!(f->tests & PT_FILTER_NODES) ||
-		pt_filter_keeps_page(f, pfn)) &&
-	       (!(f->tests & PT_FILTER_CGROUP) ||
-		pt_filter_keeps_task(f));
+	if (likely(pt_filter_keeps_page(f, pfn)))
+		return true;
+	return false;
 }
 
 int pt_filter_setup(struct pt_filter *f);
