@@ -184,7 +184,8 @@ static void pt_tsc_setup(void)
 /**
  * pt_clock_select - choose the clock of a session about to start
  *
- * Context: with no hook attached (the static key and pt_tsc change here).
+ * Context: before the session's hooks are attached (pt_tsc and the static
+ * key change here; the key also in pt_clock_leave_tsc(), hooks attached).
  * May sleep.
  *
  * Return: PAGETRACE_CLOCK_TSC or PAGETRACE_CLOCK_LOCAL, for the header.

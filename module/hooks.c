@@ -939,7 +939,7 @@ void pt_hooks_unregister(void)
  * pt_hooks_sync - wait until every handler running now has returned
  *
  * Kprobe handlers run with preemption off, which synchronize_rcu() waits
- * out; tracepoint probes run under tracepoint_srcu on newer kernels
+ * out; tracepoint probes run under tracepoint_srcu on 7.x kernels
  * (preemptible), which tracepoint_synchronize_unregister() waits out.
  * May sleep.
  */

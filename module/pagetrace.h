@@ -221,7 +221,8 @@ enum pt_consumer {
  * struct pt_session - one open of /dev/pagetrace
  *
  * Locks, always taken in this order: @read_lock, @state_lock, then
- * session.c's pt_live_lock, then @flush_lock, then cpus_read_lock().
+ * session.c's pt_live_lock, then clock.c's pt_clock_lock or @flush_lock,
+ * then cpus_read_lock().
  *
  * @read_lock serialises consumers (read(), PAGETRACE_IOC_CONSUME, FREEZE,
  * THAW, SET_MODE): the reader's position, every meta consumed written by

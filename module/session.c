@@ -227,8 +227,9 @@ void pt_sessions_exit(void)
 }
 
 /*
- * The session whose writers may run, for pt_sessions_leave_tsc(): set
- * before they are published and cleared once no hook can reach them.
+ * The session whose writers may run or still be flushed, for
+ * pt_sessions_leave_tsc(): set before they are published, cleared when
+ * the session is freed (a stopped session's flushes open chunks too).
  * pt_live_lock guards it, and is held across the whole change of clock,
  * so that a session cannot start on the TSC in the middle of it, nor be
  * freed under it.  Lock order: sess->state_lock (stop), pt_live_lock,
@@ -280,10 +281,13 @@ void pt_sessions_leave_tsc(void)
 	if (sess)
 		pt_buffers_leave_tsc(sess);
 	pt_clock_leave_tsc();
-	if (sess) {
-		pt_hooks_sync();
+	/*
+	 * Also with no session: one about to publish its writers, which
+	 * waits for pt_live_lock, must find no hook still on the TSC's path.
+	 */
+	pt_hooks_sync();
+	if (sess)
 		pt_buffers_settle_clock(sess);
-	}
 unlock:
 	mutex_unlock(&pt_live_lock);
 }
@@ -468,8 +472,6 @@ void pt_session_stop(struct pt_session *sess)
 	pt_hooks_unregister();
 	/* Also waits out handlers that read a writer before it was cleared. */
 	synchronize_rcu();
-	/* No event comes any more: no clock to change. */
-	pt_session_clear_live(sess);
 	cancel_delayed_work_sync(&sess->flush_work);
 	/* A flight recorder still overwrites here, keeping the newest. */
 	pt_session_flush(sess, true);
@@ -491,6 +493,7 @@ unlock:
 /* Free a stopped session; nothing may use it any more. */
 void pt_session_free(struct pt_session *sess)
 {
+	pt_session_clear_live(sess);
 	pt_snapshot_free(sess);
 	pt_stacks_free(sess);
 	pt_buffers_free(sess);

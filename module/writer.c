@@ -336,7 +336,10 @@ static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 
 	if (unlikely(!pt_reserve(c, now, need + extra)))
 		goto lost;
-	/* A time before the base (clock skew after migration) is clamped. */
+	/*
+	 * A time before the base is clamped: clock skew after migration, or
+	 * a floor the change from the TSC left (pt_writer_leave_tsc()).
+	 */
 	if (unlikely(now < c->base))
 		now = c->base;
 	delta = now - c->base;
