@@ -1133,11 +1133,19 @@ TEST_F_TIMEOUT(soak, sessions, 86400)
 	ASSERT_EQ(0, mod_mem_read(&idle)) TH_LOG("pagetrace is not in /proc/modules");
 	diag("idle module: %lu vmalloc areas, %lu bytes; /proc/modules size %lu, used by %ld",
 	     idle.vm_areas, idle.vm_bytes, idle.mod_size, idle.mod_refs);
-	/* Leaks from before the soak are none of ours. */
+	/*
+	 * Leaks from before the soak are none of ours.  The test scans after
+	 * each session itself: kmemleak's own scanning thread, every 10
+	 * minutes, holds an RCU read-side section across a scan long enough,
+	 * on a KASAN kernel under TCG beside the load, for an RCU stall
+	 * warning (seen once in an hour's soak), so it is stopped.
+	 */
 	kmemleak_scan(leaks, sizeof(leaks), &others);
-	if (!access(KMEMLEAK, W_OK))
-		diag("kmemleak: on; before the soak (cleared): %s of pagetrace's, %d others",
+	if (!access(KMEMLEAK, W_OK)) {
+		pt_st_write_file(KMEMLEAK, "scan=off");
+		diag("kmemleak: on, its thread off; before the soak (cleared): %s of pagetrace's, %d others",
 		     leaks[0] ? "reports" : "nothing", others);
+	}
 	ASSERT_EQ(0, load_start(&self->load));
 	self->loaded = true;
 	diag("soak: %ld s, sessions of %ld s, flight and stream in turn", total, per);

@@ -155,6 +155,7 @@ splats=$(awk '
 	/invoked oom-killer:/ { oom = 1 }
 	/Killed process|Out of memory/ { oom = 0 }
 	/^\[[ 0-9.]*\] +(\? )?[^ ]+\+0x[0-9a-f]+\/0x[0-9a-f]+( \[[^]]*\])?$/ { next }
+	/RCU lockdep checking is enabled/ { next }
 	/BUG:|WARNING:|INFO:|ODEBUG:|Oops|KASAN|UBSAN|lockdep|sleeping function called from invalid context|suspicious RCU usage|general protection|list_(add|del) corruption/ { print step ": " $0; next }
 	/Call Trace/ && !oom { print step ": " $0 }' $K)
 if [ -z "$splats" ]; then
