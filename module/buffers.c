@@ -86,6 +86,18 @@ void pt_buffers_free(struct pt_session *sess)
 }
 
 /*
+ * A time for an offline CPU, from @now read on another CPU, whose clock
+ * may lag its own (local_clock() is per CPU; TSCs the kernel stopped
+ * trusting need not agree): no earlier than the CPU's last event, which
+ * is no later than its last time base and the largest delta an event
+ * word holds.
+ */
+static u64 pt_offline_time(const struct pt_cpu *c, u64 now)
+{
+	return max(now, c->base + PAGETRACE_TIME_MAX_DELTA);
+}
+
+/*
  * Close a CPU's open buffer if it holds events, or if losses wait to be
  * reported (in a buffer of their own if none is open).  Runs on the CPU
  * with interrupts off, or for an offline CPU from the flusher.
@@ -97,14 +109,8 @@ static void pt_flush_one(struct pt_cpu *c, bool offline)
 	pt_writer_fold(c);
 	if (!c->chunk && c->lost) {
 		now = c->clock_local ? local_clock() : pt_clock_now();
-		/*
-		 * For an offline CPU that is another CPU's clock, which may
-		 * lag (local_clock() is per CPU): not before the CPU's last
-		 * event, which is no later than its last time base and the
-		 * largest delta an event word holds.
-		 */
 		if (offline)
-			now = max(now, c->base + PAGETRACE_TIME_MAX_DELTA);
+			now = pt_offline_time(c, now);
 		if (!pt_open_chunk(c, now))
 			return;
 	}
@@ -298,18 +304,13 @@ static void pt_writers_each(struct pt_session *sess,
 
 /*
  * An online CPU's floor is its own TSC, read after every event it
- * stamped from it.  An offline CPU's last event may be later than our
- * TSC says, if the TSCs are not synchronised (the kernel stopped trusting
- * them); it is no later than its last time base and the largest delta an
- * event word holds, so its floor is that, or our TSC if later.
+ * stamped from it; an offline CPU's, ours as pt_offline_time() bounds it.
  */
 static void pt_leave_tsc_one(struct pt_cpu *c, bool online)
 {
 	u64 floor = pt_tsc_now();
 
-	if (!online)
-		floor = max(floor, c->base + PAGETRACE_TIME_MAX_DELTA);
-	pt_writer_leave_tsc(c, floor);
+	pt_writer_leave_tsc(c, online ? floor : pt_offline_time(c, floor));
 }
 
 /**
