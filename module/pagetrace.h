@@ -453,7 +453,8 @@ int pt_stacks_alloc(struct pt_session *sess);
 void pt_stacks_free(struct pt_session *sess);
 unsigned int pt_stacks_words(void);
 bool pt_sample_due(struct pt_cpu *c, unsigned long npages);
-void pt_write_sample(struct pt_cpu *c, const struct pt_origin *origin);
+void pt_write_sample(struct pt_cpu *c, const struct pt_origin *origin,
+		     const unsigned long *frame);
 void pt_stacks_record(struct pagetrace_rec_stacks *rec, unsigned int rate);
 
 /* snapshot.c */

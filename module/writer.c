@@ -296,7 +296,8 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
  */
 static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 				     unsigned long pfn, unsigned long npages,
-				     const struct pt_origin *origin, u64 now)
+				     const struct pt_origin *origin,
+				     const unsigned long *frame, u64 now)
 {
 	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
 	unsigned int extra = 0;
@@ -358,7 +359,7 @@ static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 	if (unlikely(c->tasks && owner != c->task))
 		pt_write_task(c, owner);
 	if (unlikely(sample))
-		pt_write_sample(c, origin);
+		pt_write_sample(c, origin, frame);
 	if (likely(need == 1)) {
 		word = pagetrace_event_word(delta, pfn, npages, type);
 		c->words[c->len++] = cpu_to_le64(word);
@@ -381,6 +382,12 @@ lost:
  * for a call.  Entered by a tail call with interrupts off (@flags is what
  * they were before), which it restores; @c->now holds the event's time.
  * The event is one the session's filter keeps (pt_emit_event() decided).
+ *
+ * Its own frame (a frame pointer, which taking its address makes the
+ * compiler keep) goes to a sampled stack: when the hook reached here by
+ * tail calls alone, as the tracepoint probes do, its return address is in
+ * the code that fired the tracepoint, and the stack is unwound from there,
+ * past this module's frames (stacks.c checks, and falls back otherwise).
  */
 static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 					  unsigned long pfn,
@@ -394,7 +401,7 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 	 * caller that tested the static key before it went off is done
 	 * (pt_writer_settle_clock()); @end 0 sends each such event here.
 	 */
-	pt_write(c, type, pfn, npages, origin,
+	pt_write(c, type, pfn, npages, origin, __builtin_frame_address(0),
 		 unlikely(c->clock_local) ? local_clock() : c->now);
 	pt_writer_exit(c);
 	local_irq_restore(flags);

@@ -9,6 +9,9 @@
  *    made must have a stack that passes through pagetrace_gt's code, and
  *    (kprobe) starts at the entry of the allocator function that was
  *    hooked or (tracepoint) inside the function that fired the tracepoint.
+ *  - gt_tracepoint_shared: the same with the kernel's kmem:mm_page_alloc
+ *    trace event on as well, so that the tracepoint reaches our probe
+ *    through __traceiter_mm_page_alloc(), where the stack then starts.
  *  - rate: with stack_rate=8 a process that faults in 4096 single pages
  *    gets about one sample per 8 pages allocated (within a factor of 2),
  *    and the words agree with the kernel's samples counters.
@@ -207,7 +210,8 @@ struct gt_check {
 	struct gt_alloc	*gt;
 	int		nr_gt;
 	uint64_t	mod_start, mod_end;	/* pagetrace_gt's code */
-	uint64_t	first_start[2], first_end[2];	/* allocator functions */
+	/* The allocator's entry, the bulk allocator, __traceiter_mm_page_alloc */
+	uint64_t	first_start[3], first_end[3];
 	int		bad_first;
 	char		first_err[160];
 };
@@ -233,7 +237,8 @@ static void gt_check_event(uint64_t pfn, uint64_t npages,
 		for (k = 0; k < d->depth; k++)
 			through_gt |= in(d->frames[k], g->mod_start, g->mod_end);
 		if (!in(d->frames[0], g->first_start[0], g->first_end[0]) &&
-		    !in(d->frames[0], g->first_start[1], g->first_end[1])) {
+		    !in(d->frames[0], g->first_start[1], g->first_end[1]) &&
+		    !in(d->frames[0], g->first_start[2], g->first_end[2])) {
 			g->bad_first++;
 			snprintf(g->first_err, sizeof(g->first_err),
 				 "pfn %" PRIu64 ": first frame 0x%" PRIx64
@@ -267,6 +272,9 @@ static const char * const bulk_funcs[] = {
 	"alloc_pages_bulk_noprof", "__alloc_pages_bulk",
 };
 
+/* The kernel's own trace event on the tracepoint our probe is on. */
+#define SHARED_EVENT	"/sys/kernel/tracing/events/kmem/mm_page_alloc/enable"
+
 FIXTURE(st) {
 	int		dev;
 	void		*stream;
@@ -290,6 +298,7 @@ FIXTURE_TEARDOWN(st)
 	free(defs);
 	pt_st_set_param("stack_rate", "0");
 	pt_st_set_hook("auto");
+	pt_st_write_file(SHARED_EVENT, "0");
 }
 
 /* Start a session with stack_rate=@rate on backend @hook. */
@@ -334,8 +343,13 @@ static uint64_t samples_counted(int dev)
 	return n;
 }
 
+/*
+ * @shared: the kernel's own kmem:mm_page_alloc trace event on too, so that
+ * the tracepoint calls its probes through __traceiter_mm_page_alloc(), not
+ * straight into ours: the first frame is then in that function.
+ */
 static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
-		      const char *hook)
+		      const char *hook, bool shared)
 {
 	static char report[1 << 16];
 	struct gt_alloc gt[MAX_GT];
@@ -371,6 +385,13 @@ static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 			g.first_end[1] = g.first_start[1] + 8;
 	}
 
+	if (shared) {
+		if (pt_st_ksym("__traceiter_mm_page_alloc", &g.first_start[2],
+			       &g.first_end[2]))
+			SKIP(return, "no __traceiter_mm_page_alloc (kallsyms)");
+		if (pt_st_write_file(SHARED_EVENT, "1"))
+			SKIP(return, "cannot turn on " SHARED_EVENT);
+	}
 	ASSERT_EQ(0, start(self, "1", hook));
 	for (i = 0; i < (int)(sizeof(gt_ops) / sizeof(gt_ops[0])); i++) {
 		ASSERT_EQ(0, pt_st_gt_run(gt_ops[i], report, sizeof(report)));
@@ -378,6 +399,8 @@ static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 	}
 	ASSERT_LT(4, nr);
 	ASSERT_EQ(0, finish(self, &counted));
+	if (shared)
+		pt_st_write_file(SHARED_EVENT, "0");
 	g.nr_gt = nr;
 
 	ASSERT_EQ(0, walk(self->stream, self->len, &sw, gt_check_event, &g)) {
@@ -405,12 +428,17 @@ static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 
 TEST_F_TIMEOUT(st, gt_kprobe, 200)
 {
-	gt_stacks(_metadata, self, "kprobe");
+	gt_stacks(_metadata, self, "kprobe", false);
 }
 
 TEST_F_TIMEOUT(st, gt_tracepoint, 200)
 {
-	gt_stacks(_metadata, self, "tracepoint");
+	gt_stacks(_metadata, self, "tracepoint", false);
+}
+
+TEST_F_TIMEOUT(st, gt_tracepoint_shared, 200)
+{
+	gt_stacks(_metadata, self, "tracepoint", true);
 }
 
 TEST_F_TIMEOUT(st, rate, 200)
