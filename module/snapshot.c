@@ -6,7 +6,9 @@
  *
  * The snapshot is a run of chunks flagged PAGETRACE_CHUNK_SNAPSHOT, laid
  * out back to back in one vmalloc'd area exactly as they appear in the
- * stream, so readers copy it as one byte range after the header:
+ * stream, so readers copy it as one byte range after the header.  The
+ * memory map is walked once; the area doubles (its contents moved) when a
+ * chunk would not fit:
  *
  *   snap -> +-----------------------------+
  *           | pagetrace_chunk (SNAPSHOT)  |  seq 0; the last one's lost =
@@ -79,7 +81,7 @@ struct pt_pfn_range {
 
 struct pt_snap_writer {
 	struct pt_session	*sess;
-	void			*area;		/* NULL: only count */
+	void			*area;
 	size_t			size;		/* bytes of area */
 	size_t			len;		/* bytes used by closed chunks */
 	struct pagetrace_chunk	*chunk;		/* open chunk */
@@ -133,11 +135,38 @@ static void pt_snap_close(struct pt_snap_writer *w)
 	w->chunk = NULL;
 }
 
-/* Open a chunk with room for @need words of events, or fail. */
+/*
+ * Room for a whole chunk more: the area doubles.  Only between chunks, so
+ * that of the writer's pointers into it only @last needs moving; the
+ * chunks themselves hold none.  Sleeps.
+ */
+static int pt_snap_grow(struct pt_snap_writer *w)
+{
+	size_t size = max(2 * w->size, w->len + w->sess->chunk_size);
+	void *area = vmalloc_user(size);
+
+	if (!area)
+		return -ENOMEM;
+	memcpy(area, w->area, w->len);
+	if (w->last)
+		w->last = area + ((void *)w->last - w->area);
+	vfree(w->area);
+	w->area = area;
+	w->size = size;
+	return 0;
+}
+
+/*
+ * Open a chunk with room for @need words of events, or fail: the area
+ * grows first to hold a whole chunk, or, if it cannot, the chunk gets
+ * what room is left.
+ */
 static bool pt_snap_open(struct pt_snap_writer *w, unsigned int need)
 {
 	size_t bytes = sizeof(struct pagetrace_chunk) + (2 + need) * sizeof(u64);
 
+	if (w->len + w->sess->chunk_size > w->size)
+		pt_snap_grow(w);
 	if (w->len + bytes > w->size)
 		return false;
 	w->chunk = w->area + w->len;
@@ -163,14 +192,11 @@ static void pt_snap_run(struct pt_snap_writer *w, unsigned long pfn,
 	 * check (pt_header_pfns_fit()): unlisted, never truncated.
 	 */
 	if (unlikely(pfn + npages - 1 > PAGETRACE_PFN_MAX)) {
-		if (w->area)
-			w->unlisted++;
+		w->unlisted++;
 		return;
 	}
 	w->runs++;
 	w->pages += npages;
-	if (!w->area)
-		return;
 	if (w->chunk && w->nr_words + need > w->cap)
 		pt_snap_close(w);
 	if (!w->chunk && !pt_snap_open(w, need)) {
@@ -252,14 +278,20 @@ static void pt_snap_decide(struct pt_snap_writer *w, struct zone *zone,
 			 * of a block allocated without __GFP_COMP is not; the
 			 * count bounds what the trace may start short by.
 			 */
-			if (w->area && !pt_snap_in_free_block(pfn))
+			if (!pt_snap_in_free_block(pfn))
 				w->taken_free++;
-		} else if (!pt_snap_in_free_block(pfn)) {
+		} else {
+			/*
+			 * The per-CPU lists first: a binary search, where the
+			 * buddy test walks every order; they hold most such
+			 * pages (thousands on 7.x), and a whole block is
+			 * skipped at once.
+			 */
 			unsigned long left = pt_pcp_find(w->pcp, pfn);
 
 			if (left)
 				step = left;
-			else
+			else if (!pt_snap_in_free_block(pfn))
 				what = PT_SNAP_UNSURE;
 		}
 		step = min(step, end - pfn);
@@ -454,9 +486,9 @@ static void pt_snap_record(struct pt_session *sess,
  * pt_snapshot_build - list the pages allocated at session start
  * @sess: the session, probes attached, before open() returns
  *
- * Counts the runs first, then walks again into an area with room to spare
- * for what the allocator does meanwhile.  The area may be mapped to
- * userspace, so it comes zeroed from vmalloc_user().  Sleeps.
+ * One walk, into an area that grows as it fills (pt_snap_grow()).  The
+ * area may be mapped to userspace, so it comes zeroed from vmalloc_user().
+ * Sleeps.
  *
  * Return: 0 or -ENOMEM.
  */
@@ -469,11 +501,8 @@ int pt_snapshot_build(struct pt_session *sess)
 			~((1ULL << PAGETRACE_TIME_LOST_BITS) - 1),
 		.cpu = raw_smp_processor_id(),
 	};
-	size_t words_per_chunk = (sess->chunk_size -
-				  sizeof(struct pagetrace_chunk)) / sizeof(u64) - 2;
 	u64 t0 = local_clock();
 	struct pt_pcp_set pcp = { };
-	size_t words;
 
 	/* No memory goes away under the walk: memhotplug.c. */
 	if (pt_mem_read_begin()) {
@@ -484,21 +513,15 @@ int pt_snapshot_build(struct pt_session *sess)
 	w.unsure = bitmap_zalloc(PT_SNAP_SLICE, GFP_KERNEL);
 	if (!w.used || !w.unsure)
 		goto free_bitmaps;
+	w.size = sess->chunk_size;
+	w.area = vmalloc_user(w.size);
+	if (!w.area)
+		goto free_bitmaps;
 	w.ram = pt_snap_ram_ranges(&w.nr_ram);
 	if (!pt_pcp_alloc(&pcp)) {
 		w.pcp = &pcp;
 		w.flags |= PAGETRACE_SNAPSHOT_PCP;
 	}
-	pt_snap_walk(&w);
-	/* Room for 2 words per run, a quarter more runs, and a spare chunk. */
-	words = (w.runs + w.runs / 4 + 64) * 2;
-	w.size = (DIV_ROUND_UP(words, words_per_chunk) + 1) * sess->chunk_size;
-	w.area = vmalloc_user(w.size);
-	if (!w.area)
-		goto free_ranges;
-	w.runs = 0;
-	w.pages = 0;
-	w.last = NULL;
 	pt_snap_walk(&w);
 	pt_pcp_free(&pcp);
 	kfree(w.ram);
@@ -512,9 +535,6 @@ int pt_snapshot_build(struct pt_session *sess)
 	pt_meta_add_snapshot(sess);
 	return 0;
 
-free_ranges:
-	pt_pcp_free(&pcp);
-	kfree(w.ram);
 free_bitmaps:
 	bitmap_free(w.unsure);
 	bitmap_free(w.used);

@@ -5,7 +5,9 @@
  * (PFNs from /proc/self/pagemap) must all be listed; pages we freed just
  * before must not be (but for the few someone else took meanwhile); the
  * chunks must be well formed and described by the header's REC_SNAPSHOT;
- * snapshot=0 must turn it all off.
+ * a snapshot of more runs than one small chunk holds must be listed whole
+ * (the module's area grows as the walk fills it); snapshot=0 must turn it
+ * all off.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -183,6 +185,67 @@ TEST(snapshot_chunks_cover_held_pages)
 	/* Freed pages may be taken again by others before the walk: a few. */
 	EXPECT_GT(nf / 10, in_freed);
 	pt_st_trace_free(&t);
+}
+
+/*
+ * More runs than three 4 KiB chunks hold (506 one-word runs each): every
+ * other page of a block we hold is given back, and the module's snapshot
+ * area, one chunk at first, has to grow twice.  All must be listed, and
+ * every page we still hold.
+ */
+TEST(snapshot_grows)
+{
+	const size_t n = 4096, per_chunk = 4096 / 8 - 4 - 2;
+	const struct pagetrace_rec_snapshot *rec;
+	long buf_size = pt_st_get_param("buf_size");
+	struct pt_st_trace t = { 0 };
+	size_t i, nh = 0, runs = 0, in_held;
+	uint64_t *held;
+	char old[32];
+	char *p;
+	int dev, ret;
+
+	ASSERT_LT(0, buf_size);
+	held = calloc(n, sizeof(*held));
+	ASSERT_NE(NULL, held);
+	p = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	madvise(p, n * PAGE, MADV_NOHUGEPAGE);
+	for (i = 0; i < n; i++)
+		p[i * PAGE] = 1;
+	for (i = 0; i < n; i += 2) {
+		if (!pt_st_pagemap_pfn(p + i * PAGE, &held[nh]))
+			nh++;
+		madvise(p + (i + 1) * PAGE, PAGE, MADV_DONTNEED);
+	}
+	ASSERT_EQ(n / 2, nh);
+	qsort(held, nh, sizeof(*held), cmp_u64);
+
+	snprintf(old, sizeof(old), "%ld", buf_size);
+	ASSERT_EQ(0, pt_st_set_param("snapshot", "1"));
+	ASSERT_EQ(0, pt_st_set_param("buf_size", "4096"));
+	dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	pt_st_set_param("buf_size", old);
+	ASSERT_LE(0, dev);
+	ret = pt_st_collect(dev, &t);
+	close(dev);
+	munmap(p, n * PAGE);
+	ASSERT_EQ(0, ret) TH_LOG("%s", t.err);
+
+	rec = find_rec(t.raw);
+	ASSERT_NE(NULL, rec) TH_LOG("no REC_SNAPSHOT in the header");
+	for (i = 0; i < t.nr; i++)
+		runs += !!(t.ev[i].chunk_flags & PAGETRACE_CHUNK_SNAPSHOT);
+	in_held = covered(&t, held, nh);
+	TH_LOG("snapshot: %zu runs in 4 KiB chunks (%zu a chunk), %llu unlisted; held pages listed %zu/%zu",
+	       runs, per_chunk, (unsigned long long)rec->unlisted, in_held, nh);
+	EXPECT_LT(2 * per_chunk, runs);
+	EXPECT_EQ((uint64_t)rec->runs, runs);
+	EXPECT_EQ(0, (uint64_t)rec->unlisted);
+	EXPECT_EQ(nh, in_held);
+	pt_st_trace_free(&t);
+	free(held);
 }
 
 TEST(snapshot_off)
