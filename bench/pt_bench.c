@@ -27,6 +27,13 @@
  * backend hooks for the allocations and frees of the benchmarks (0 removes
  * them): the cost of the kprobe core alone, the floor under any tracer
  * built on kprobes.  -ENOENT if this kernel lacks one of them.
+ *
+ *   echo 1 > /sys/kernel/debug/pt_bench/empty_tracepoints
+ *
+ * registers empty probes on the tracepoints pagetrace's default backend
+ * hooks for the benchmarks' allocations and frees (mm_page_alloc,
+ * mm_page_free; 0 removes them): the floor under any tracer built on those
+ * tracepoints, what the kernel's tracepoint calls cost by themselves.
  */
 #include <linux/completion.h>
 #include <linux/cpu.h>
@@ -39,6 +46,7 @@
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
+#include <linux/tracepoint.h>
 #include <linux/uaccess.h>
 
 #define PT_BENCH_MAX_ORDER	10
@@ -335,6 +343,96 @@ static const struct file_operations pt_bench_kprobes_fops = {
 	.llseek	= default_llseek,
 };
 
+static void pt_bench_tp_alloc(void *data, struct page *page,
+			      unsigned int order, gfp_t gfp, int migratetype)
+{
+}
+
+static void pt_bench_tp_free(void *data, struct page *page, unsigned int order)
+{
+}
+
+static struct pt_bench_tp {
+	const char		*name;
+	void			*probe;
+	struct tracepoint	*tp;
+	bool			on;
+} pt_bench_tps[] = {
+	{ "mm_page_alloc", pt_bench_tp_alloc },
+	{ "mm_page_free", pt_bench_tp_free },
+};
+
+static void pt_bench_tp_find(struct tracepoint *tp, void *priv)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(pt_bench_tps); i++)
+		if (!strcmp(tp->name, pt_bench_tps[i].name))
+			pt_bench_tps[i].tp = tp;
+}
+
+static void pt_bench_tps_off(void)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&pt_bench_lock);
+	for (i = 0; i < ARRAY_SIZE(pt_bench_tps); i++) {
+		if (!pt_bench_tps[i].on)
+			continue;
+		tracepoint_probe_unregister(pt_bench_tps[i].tp,
+					    pt_bench_tps[i].probe, NULL);
+		pt_bench_tps[i].on = false;
+	}
+	tracepoint_synchronize_unregister();
+}
+
+static int pt_bench_tps_on(void)
+{
+	unsigned int i;
+	int ret;
+
+	lockdep_assert_held(&pt_bench_lock);
+	for_each_kernel_tracepoint(pt_bench_tp_find, NULL);
+	for (i = 0; i < ARRAY_SIZE(pt_bench_tps); i++) {
+		if (pt_bench_tps[i].on)
+			continue;
+		ret = pt_bench_tps[i].tp ?
+		      tracepoint_probe_register(pt_bench_tps[i].tp,
+						pt_bench_tps[i].probe, NULL) :
+		      -ENOENT;
+		if (ret) {
+			pt_bench_tps_off();
+			return ret;
+		}
+		pt_bench_tps[i].on = true;
+	}
+	return 0;
+}
+
+static ssize_t pt_bench_tps_write(struct file *file, const char __user *ubuf,
+				  size_t len, loff_t *ppos)
+{
+	bool on;
+	int ret;
+
+	ret = kstrtobool_from_user(ubuf, len, &on);
+	if (ret)
+		return ret;
+	mutex_lock(&pt_bench_lock);
+	if (on)
+		ret = pt_bench_tps_on();
+	else
+		pt_bench_tps_off();
+	mutex_unlock(&pt_bench_lock);
+	return ret ?: len;
+}
+
+static const struct file_operations pt_bench_tps_fops = {
+	.owner	= THIS_MODULE,
+	.write	= pt_bench_tps_write,
+	.llseek	= default_llseek,
+};
+
 static ssize_t pt_bench_read(struct file *file, char __user *ubuf,
 			     size_t len, loff_t *ppos)
 {
@@ -360,6 +458,8 @@ static int __init pt_bench_init(void)
 	debugfs_create_file("run", 0600, pt_bench_dir, NULL, &pt_bench_fops);
 	debugfs_create_file("empty_kprobes", 0200, pt_bench_dir, NULL,
 			    &pt_bench_kprobes_fops);
+	debugfs_create_file("empty_tracepoints", 0200, pt_bench_dir, NULL,
+			    &pt_bench_tps_fops);
 	return 0;
 }
 
@@ -368,6 +468,7 @@ static void __exit pt_bench_exit(void)
 	debugfs_remove_recursive(pt_bench_dir);
 	mutex_lock(&pt_bench_lock);
 	pt_bench_kprobes_off();
+	pt_bench_tps_off();
 	mutex_unlock(&pt_bench_lock);
 }
 

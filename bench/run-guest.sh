@@ -92,6 +92,13 @@ start() {
 		echo 1 >/sys/kernel/debug/pt_bench/empty_kprobes ||
 			echo "pt_bench cannot place its kprobes"
 		;;
+	tp-empty)
+		# The tracepoints alone: pt_bench's empty probes on the
+		# tracepoints the default backend hooks, no recorder.
+		grep -q '^pagetrace ' /proc/modules && rmmod pagetrace
+		echo 1 >/sys/kernel/debug/pt_bench/empty_tracepoints ||
+			echo "pt_bench cannot attach its tracepoint probes"
+		;;
 	loaded|pt-kprobe|pt-tracepoint|pt-local|pt-notasks|pt-stacks|pt-filter*)
 		grep -q '^pagetrace ' /proc/modules || insmod $H/pagetrace.ko ||
 			{ echo "insmod pagetrace.ko failed"; return; }
@@ -164,6 +171,7 @@ start() {
 # rec_user=.. rec_sys=.." (what is known).
 stop() {
 	[ $1 = kprobe-empty ] && echo 0 >/sys/kernel/debug/pt_bench/empty_kprobes
+	[ $1 = tp-empty ] && echo 0 >/sys/kernel/debug/pt_bench/empty_tracepoints
 	[ -z "$REC" ] && return
 	case $1 in
 	ftrace-raw)

@@ -21,7 +21,7 @@ import sys
 
 ORDER = ["none", "loaded", "pt-kprobe", "pt-tracepoint", "pt-local",
          "pt-notasks", "pt-stacks", "pt-filter", "pt-filter-orders",
-         "pt-filter-cgroup", "pt-filter-drop", "kprobe-empty", "trace-cmd",
+         "pt-filter-cgroup", "pt-filter-drop", "kprobe-empty", "tp-empty", "trace-cmd",
          "ftrace-raw", "perf", "bpftrace"]
 PEERS = ["trace-cmd", "ftrace-raw", "perf", "bpftrace"]
 WORKLOAD_DOC = {
@@ -233,6 +233,7 @@ def markdown(summary, unavailable, meta, sessions=None):
                  f"{'/'.join(f'{b:.2f}' for b in bpe) or '–'} | {nt} | "
                  f"{'/'.join(f'{x:.0f}' for x in lost) or '–'} | {ld} |")
     L += options_table(summary)
+    L += floors_table(summary)
     L += ["", "Goals (the issue): kprobe ≤ 0.3× (hook=kprobe) "
           "and tracepoint ≤ 0.2× ftrace's added ns/event; "
           "≤ 8.3 B/event; 0 lost; no cost when loaded without a session.  Empty kprobes: "
@@ -240,6 +241,32 @@ def markdown(summary, unavailable, meta, sessions=None):
           "the kprobe core's own cost.", ""]
     L += sessions_table(sessions)
     return "\n".join(L)
+
+
+def floors_table(summary):
+    """Each backend's added ns/event over its mechanism's, empty handlers."""
+    pairs = [("pt-tracepoint", "tp-empty"), ("pt-kprobe", "kprobe-empty")]
+    have = [(c, f) for c, f in pairs
+            if any(c in ws["contenders"] and f in ws["contenders"] for ws in summary.values())]
+    if not have:
+        return []
+    L = ["", "Each backend against the floor of its mechanism (pt_bench's empty "
+         "probes on the same tracepoints or functions): added ns/event ÷ the floor's, "
+         "same workload, same run.", "",
+         "| workload | " + " | ".join(f"{c} ÷ {f}" for c, f in have) + " |",
+         "|---|" + "---:|" * len(have)]
+    for w, ws in summary.items():
+        cs = ws["contenders"]
+        cells = []
+        for c, f in have:
+            a = cs.get(c, {}).get("added_ns_per_event")
+            b = cs.get(f, {}).get("added_ns_per_event")
+            cells.append(f"{a['median'] / b['median']:.2f}"
+                         if a and b and b["median"] > 0 else "–")
+        L.append(f"| {w} | " + " | ".join(cells) + " |")
+    L += ["", "Goal (the performance issue): on PREEMPT_RT, the backend it keeps "
+          "(tracepoints) at most 1.3× the floor of its mechanism."]
+    return L
 
 
 # The options, each against the plain path of the same backend.

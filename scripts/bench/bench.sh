@@ -29,6 +29,8 @@
 #               or names),
 #               kprobe-empty (empty kprobes where the kprobe backend
 #               hooks, from pt_bench.ko: the kprobe core's own cost),
+#               tp-empty (empty probes on the tracepoints the default
+#               backend hooks, from pt_bench.ko: the tracepoints' own cost),
 #               pt-stacks (the default hook, a call stack every 128
 #               pages: stack_rate=128), pt-filter (the default hook, a node
 #               filter that keeps every event: filter_nodes=0),
@@ -82,7 +84,7 @@ MEM=${BENCH_MEM:-3072}
 # The tree the modules are built from: taken now, not when the run ends.
 AT=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')
 WORKLOADS=${BENCH_WORKLOADS:-k0 k3 mmap fork read}
-CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-local pt-notasks pt-stacks pt-filter pt-filter-orders pt-filter-cgroup pt-filter-drop kprobe-empty trace-cmd ftrace-raw perf bpftrace}
+CONTENDERS=${BENCH_CONTENDERS:-none loaded pt-kprobe pt-tracepoint pt-local pt-notasks pt-stacks pt-filter pt-filter-orders pt-filter-cgroup pt-filter-drop kprobe-empty tp-empty trace-cmd ftrace-raw perf bpftrace}
 
 if [ "$(id -u)" = 0 ]; then
 	# shellcheck disable=SC2086 # a list
