@@ -290,10 +290,16 @@ int notrace pt_nolock_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 void notrace pt_tp_alloc(void *data, struct page *page, unsigned int order,
 			 gfp_t gfp, int migratetype)
 {
-	/* No registers: the stack is taken from here (stacks.c). */
+	/*
+	 * No registers: a sampled stack is unwound from the frame of the
+	 * writer's slow path, which this reaches by tail calls (stacks.c);
+	 * no kprobe on the way (NOKPROBE_SYMBOL(), see pt_emit_slow()).
+	 */
 	if (page)
 		pt_alloc_page(page, order, NULL);
 }
+
+NOKPROBE_SYMBOL(pt_tp_alloc);
 
 /* Tracepoint mm_page_free(page, order) */
 void notrace pt_tp_free(void *data, struct page *page, unsigned int order)

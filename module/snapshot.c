@@ -94,6 +94,7 @@ struct pt_snap_writer {
 	u64			runs;		/* alloc events */
 	u64			pages;		/* pages in them */
 	u64			unlisted;	/* runs that found no room */
+	bool			full;		/* the area could not grow */
 	u64			taken_free;	/* zero count, lists unread */
 	u64			flags;		/* PAGETRACE_SNAPSHOT_* */
 	unsigned long		since_resched;	/* pages walked */
@@ -136,13 +137,12 @@ static void pt_snap_close(struct pt_snap_writer *w)
 }
 
 /*
- * Room for a whole chunk more: the area doubles.  Only between chunks, so
+ * Move the area's chunks to one of @size bytes.  Only between chunks, so
  * that of the writer's pointers into it only @last needs moving; the
  * chunks themselves hold none.  Sleeps.
  */
-static int pt_snap_grow(struct pt_snap_writer *w)
+static int pt_snap_move(struct pt_snap_writer *w, size_t size)
 {
-	size_t size = max(2 * w->size, w->len + w->sess->chunk_size);
 	void *area = vmalloc_user(size);
 
 	if (!area)
@@ -165,8 +165,10 @@ static bool pt_snap_open(struct pt_snap_writer *w, unsigned int need)
 {
 	size_t bytes = sizeof(struct pagetrace_chunk) + (2 + need) * sizeof(u64);
 
-	if (w->len + w->sess->chunk_size > w->size)
-		pt_snap_grow(w);
+	/* Room for a whole chunk more: the area doubles, once it failed no more. */
+	if (w->len + w->sess->chunk_size > w->size && !w->full &&
+	    pt_snap_move(w, max(2 * w->size, w->len + w->sess->chunk_size)))
+		w->full = true;
 	if (w->len + bytes > w->size)
 		return false;
 	w->chunk = w->area + w->len;
@@ -486,7 +488,7 @@ static void pt_snap_record(struct pt_session *sess,
  * pt_snapshot_build - list the pages allocated at session start
  * @sess: the session, probes attached, before open() returns
  *
- * One walk, into an area that grows as it fills (pt_snap_grow()).  The
+ * One walk, into an area that grows as it fills (pt_snap_open()).  The
  * area may be mapped to userspace, so it comes zeroed from vmalloc_user().
  * Sleeps.
  *
@@ -523,6 +525,12 @@ int pt_snapshot_build(struct pt_session *sess)
 		w.flags |= PAGETRACE_SNAPSHOT_PCP;
 	}
 	pt_snap_walk(&w);
+	/*
+	 * Doubling leaves up to half the area unused: a quarter or more is
+	 * given back (the area stays as it is if the copy finds no memory).
+	 */
+	if (w.size - w.len >= max_t(size_t, w.len / 4, PAGE_SIZE))
+		pt_snap_move(&w, PAGE_ALIGN(max_t(size_t, w.len, 1)));
 	pt_pcp_free(&pcp);
 	kfree(w.ram);
 	bitmap_free(w.unsure);

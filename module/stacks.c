@@ -78,6 +78,17 @@
 
 static_assert(PT_STACK_DEPTH <= PAGETRACE_STACK_MAX_DEPTH);
 
+/*
+ * For tests only: take a tracepoint's stacks from here, as where the
+ * compiler made no tail calls, so that the selftests see both ways give
+ * the same frames (selftests/pagetrace_stacks_test.c).  Read at each
+ * sample; 0 in use; only root may read or set it.
+ */
+static bool pt_stacks_here;
+module_param_named(test_stacks_here, pt_stacks_here, bool, 0600);
+MODULE_PARM_DESC(test_stacks_here,
+		 "Testing: take tracepoints' stacks from the probe, not from its caller's frame (default 0)");
+
 struct pt_stack {
 	u64		defined;	/* seq + 1 of the last chunk defining it */
 	u32		hash;
@@ -175,9 +186,18 @@ static unsigned int pt_stack_take(struct pt_stacks *st,
 	 * the code that called the hook, as they are when the hook returns
 	 * to it: the instruction after the call, the stack pointer above the
 	 * return address, the frame pointer as the hook found it (every
-	 * function on the way saved and restored it).
+	 * function on the way saved and restored it).  The unwinder takes
+	 * registers for an interrupted instruction and looks up the ORC entry
+	 * of @ip itself, not of @ip - 1 as for a return address: the same
+	 * entry, as the call is never the last instruction of its function
+	 * here.  Nothing on the way may be a kretprobe's (NOKPROBE_SYMBOL()
+	 * in writer.c and handlers.c): its trampoline would be the return
+	 * address.  ORC only: a frame-pointer kernel makes no tail calls
+	 * (-fno-optimize-sibling-calls), and its unwinder takes registers
+	 * differently.
 	 */
-	if (frame && !within_module(frame[1], THIS_MODULE)) {
+	if (IS_ENABLED(CONFIG_UNWINDER_ORC) && frame &&
+	    !within_module(frame[1], THIS_MODULE) && !READ_ONCE(pt_stacks_here)) {
 		struct pt_regs regs = {
 			.ip = frame[1],
 			.sp = (unsigned long)(frame + 2),

@@ -25,6 +25,7 @@
 #include <asm/local.h>
 #include <linux/cpumask.h>
 #include <linux/irq_work.h>
+#include <linux/kprobes.h>
 #include <linux/percpu.h>
 #include <linux/preempt.h>
 #include <linux/rcupdate.h>
@@ -388,6 +389,8 @@ lost:
  * tail calls alone, as the tracepoint probes do, its return address is in
  * the code that fired the tracepoint, and the stack is unwound from there,
  * past this module's frames (stacks.c checks, and falls back otherwise).
+ * No kprobes here or on the way (NOKPROBE_SYMBOL()): a kretprobe's
+ * trampoline would be that return address.
  */
 static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 					  unsigned long pfn,
@@ -406,6 +409,8 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 	pt_writer_exit(c);
 	local_irq_restore(flags);
 }
+
+NOKPROBE_SYMBOL(pt_emit_slow);
 
 /*
  * The CPU's writer while a session is live, else NULL.  Set for every CPU
@@ -605,7 +610,8 @@ void notrace pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
  * @npages: pages in the block
  * @origin: where it was hooked, for its call stack if it is sampled
  *
- * As pt_emit().
+ * As pt_emit().  On the tail calls from a tracepoint's probe to
+ * pt_emit_slow(), like pt_emit_local(): no kprobes (see there).
  */
 void notrace pt_emit_alloc(unsigned long pfn, unsigned long npages,
 			   const struct pt_origin *origin)
@@ -615,3 +621,6 @@ void notrace pt_emit_alloc(unsigned long pfn, unsigned long npages,
 	else
 		pt_emit_local(PAGETRACE_EV_ALLOC, pfn, npages, origin);
 }
+
+NOKPROBE_SYMBOL(pt_emit_alloc);
+NOKPROBE_SYMBOL(pt_emit_local);

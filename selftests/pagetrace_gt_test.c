@@ -532,7 +532,7 @@ static int gt_param_get(const char *name, char *buf, size_t len)
  * event is traced or counted lost, never written into the middle of the
  * other one and gone.  Small buffers, so that many close; enough of them
  * that nothing else is lost; every allocation's stack sampled, so that
- * the writer calls stack_trace_save().
+ * the writer calls the unwinder (__unwind_start()).
  */
 FIXTURE(reenter)
 {

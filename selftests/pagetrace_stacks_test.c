@@ -11,7 +11,13 @@
  *    hooked or (tracepoint) inside the function that fired the tracepoint.
  *  - gt_tracepoint_shared: the same with the kernel's kmem:mm_page_alloc
  *    trace event on as well, so that the tracepoint reaches our probe
- *    through __traceiter_mm_page_alloc(), where the stack then starts.
+ *    through __traceiter_mm_page_alloc(), where every such stack must
+ *    then start, not in the allocator.
+ *  - gt_tracepoint_here: the same with the module's test_stacks_here
+ *    knob, which takes a tracepoint's stacks from the probe (with the
+ *    module's own frames dropped) instead of unwinding from its caller's
+ *    frame, the way left for a build whose calls to the writer are not
+ *    tail calls: the same checks hold.
  *  - rate: with stack_rate=8 a process that faults in 4096 single pages
  *    gets about one sample per 8 pages allocated (within a factor of 2),
  *    and the words agree with the kernel's samples counters.
@@ -210,8 +216,7 @@ struct gt_check {
 	struct gt_alloc	*gt;
 	int		nr_gt;
 	uint64_t	mod_start, mod_end;	/* pagetrace_gt's code */
-	/* The allocator's entry, the bulk allocator, __traceiter_mm_page_alloc */
-	uint64_t	first_start[3], first_end[3];
+	uint64_t	first_start[2], first_end[2];	/* allocator functions */
 	int		bad_first;
 	char		first_err[160];
 };
@@ -237,8 +242,7 @@ static void gt_check_event(uint64_t pfn, uint64_t npages,
 		for (k = 0; k < d->depth; k++)
 			through_gt |= in(d->frames[k], g->mod_start, g->mod_end);
 		if (!in(d->frames[0], g->first_start[0], g->first_end[0]) &&
-		    !in(d->frames[0], g->first_start[1], g->first_end[1]) &&
-		    !in(d->frames[0], g->first_start[2], g->first_end[2])) {
+		    !in(d->frames[0], g->first_start[1], g->first_end[1])) {
 			g->bad_first++;
 			snprintf(g->first_err, sizeof(g->first_err),
 				 "pfn %" PRIu64 ": first frame 0x%" PRIx64
@@ -274,6 +278,27 @@ static const char * const bulk_funcs[] = {
 
 /* The kernel's own trace event on the tracepoint our probe is on. */
 #define SHARED_EVENT	"/sys/kernel/tracing/events/kmem/mm_page_alloc/enable"
+/* What SHARED_EVENT held before a test turned it on, "" if untouched. */
+static char shared_old[8];
+
+static int shared_on(void)
+{
+	FILE *f = fopen(SHARED_EVENT, "re");
+	bool got = f && fgets(shared_old, sizeof(shared_old), f);
+
+	if (f)
+		fclose(f);
+	if (!got)
+		return -ENOENT;
+	return pt_st_write_file(SHARED_EVENT, "1");
+}
+
+static void shared_restore(void)
+{
+	if (shared_old[0])
+		pt_st_write_file(SHARED_EVENT, shared_old[0] == '1' ? "1" : "0");
+	shared_old[0] = '\0';
+}
 
 FIXTURE(st) {
 	int		dev;
@@ -298,7 +323,8 @@ FIXTURE_TEARDOWN(st)
 	free(defs);
 	pt_st_set_param("stack_rate", "0");
 	pt_st_set_hook("auto");
-	pt_st_write_file(SHARED_EVENT, "0");
+	pt_st_set_param("test_stacks_here", "0");
+	shared_restore();
 }
 
 /* Start a session with stack_rate=@rate on backend @hook. */
@@ -344,12 +370,17 @@ static uint64_t samples_counted(int dev)
 }
 
 /*
- * @shared: the kernel's own kmem:mm_page_alloc trace event on too, so that
- * the tracepoint calls its probes through __traceiter_mm_page_alloc(), not
- * straight into ours: the first frame is then in that function.
+ * How a tracepoint's stacks are taken: from the frame of the probe's
+ * caller, the tracepoint's call site in the allocator (DIRECT); the same
+ * with the kernel's own kmem:mm_page_alloc trace event on too, so that the
+ * tracepoint calls its probes through __traceiter_mm_page_alloc(), not
+ * straight into ours, and the first frame is in that function (SHARED);
+ * from the probe, the module's frames dropped (HERE).
  */
+enum gt_way { GT_DIRECT, GT_SHARED, GT_HERE };
+
 static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
-		      const char *hook, bool shared)
+		      const char *hook, enum gt_way way)
 {
 	static char report[1 << 16];
 	struct gt_alloc gt[MAX_GT];
@@ -385,13 +416,16 @@ static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 			g.first_end[1] = g.first_start[1] + 8;
 	}
 
-	if (shared) {
-		if (pt_st_ksym("__traceiter_mm_page_alloc", &g.first_start[2],
-			       &g.first_end[2]))
+	if (way == GT_SHARED) {
+		/* Every stack of the tracepoint starts there, none in the allocator. */
+		if (pt_st_ksym("__traceiter_mm_page_alloc", &g.first_start[0],
+			       &g.first_end[0]))
 			SKIP(return, "no __traceiter_mm_page_alloc (kallsyms)");
-		if (pt_st_write_file(SHARED_EVENT, "1"))
+		if (shared_on())
 			SKIP(return, "cannot turn on " SHARED_EVENT);
 	}
+	if (way == GT_HERE)
+		ASSERT_EQ(0, pt_st_set_param("test_stacks_here", "1"));
 	ASSERT_EQ(0, start(self, "1", hook));
 	for (i = 0; i < (int)(sizeof(gt_ops) / sizeof(gt_ops[0])); i++) {
 		ASSERT_EQ(0, pt_st_gt_run(gt_ops[i], report, sizeof(report)));
@@ -399,8 +433,7 @@ static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 	}
 	ASSERT_LT(4, nr);
 	ASSERT_EQ(0, finish(self, &counted));
-	if (shared)
-		pt_st_write_file(SHARED_EVENT, "0");
+	shared_restore();
 	g.nr_gt = nr;
 
 	ASSERT_EQ(0, walk(self->stream, self->len, &sw, gt_check_event, &g)) {
@@ -428,17 +461,22 @@ static void gt_stacks(struct __test_metadata *_metadata, FIXTURE_DATA(st) *self,
 
 TEST_F_TIMEOUT(st, gt_kprobe, 200)
 {
-	gt_stacks(_metadata, self, "kprobe", false);
+	gt_stacks(_metadata, self, "kprobe", GT_DIRECT);
 }
 
 TEST_F_TIMEOUT(st, gt_tracepoint, 200)
 {
-	gt_stacks(_metadata, self, "tracepoint", false);
+	gt_stacks(_metadata, self, "tracepoint", GT_DIRECT);
 }
 
 TEST_F_TIMEOUT(st, gt_tracepoint_shared, 200)
 {
-	gt_stacks(_metadata, self, "tracepoint", true);
+	gt_stacks(_metadata, self, "tracepoint", GT_SHARED);
+}
+
+TEST_F_TIMEOUT(st, gt_tracepoint_here, 200)
+{
+	gt_stacks(_metadata, self, "tracepoint", GT_HERE);
 }
 
 TEST_F_TIMEOUT(st, rate, 200)

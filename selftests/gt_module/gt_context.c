@@ -167,7 +167,7 @@ void gt_nolock(const char *op)
  *                  the reader); it has no ftrace site, so its kprobe is a
  *                  breakpoint (kept one by a post handler), whose handler
  *                  runs as an NMI
- *  reenter_kprobe  stack_trace_save(), called for a sampled allocation's
+ *  reenter_kprobe  __unwind_start(), called for a sampled allocation's
  *                  call stack (the test samples every one): an ftrace
  *                  site, so the handler runs where the writer does
  * The op meanwhile allocates and frees enough pages to close buffers of a
@@ -181,8 +181,8 @@ void gt_nolock(const char *op)
 /*
  * Where the probed function must return to for the probe to allocate:
  * pagetrace.ko's memory, set by the test; 0, 0: anywhere.  Others in this
- * task call stack_trace_save() too (lockdep, KASAN, page_owner), from
- * places where allocating is no good.
+ * task unwind stacks too (lockdep, KASAN, page_owner), from places where
+ * allocating is no good.
  */
 static unsigned long gt_reenter_lo, gt_reenter_hi;
 module_param_named(reenter_lo, gt_reenter_lo, ulong, 0600);
@@ -297,7 +297,7 @@ void gt_reenter_nmi(const char *op)
 
 void gt_reenter_kprobe(const char *op)
 {
-	gt_reenter(op, "stack_trace_save", NULL);
+	gt_reenter(op, "__unwind_start", NULL);
 }
 
 /*
