@@ -318,31 +318,6 @@ static int pt_bench_kprobes_on(void)
 	return -ENOENT;
 }
 
-static ssize_t pt_bench_kprobes_write(struct file *file,
-				      const char __user *ubuf, size_t len,
-				      loff_t *ppos)
-{
-	bool on;
-	int ret;
-
-	ret = kstrtobool_from_user(ubuf, len, &on);
-	if (ret)
-		return ret;
-	mutex_lock(&pt_bench_lock);
-	if (on)
-		ret = pt_bench_kprobes_on();
-	else
-		pt_bench_kprobes_off();
-	mutex_unlock(&pt_bench_lock);
-	return ret ?: len;
-}
-
-static const struct file_operations pt_bench_kprobes_fops = {
-	.owner	= THIS_MODULE,
-	.write	= pt_bench_kprobes_write,
-	.llseek	= default_llseek,
-};
-
 static void pt_bench_tp_alloc(void *data, struct page *page,
 			      unsigned int order, gfp_t gfp, int migratetype)
 {
@@ -409,9 +384,24 @@ static int pt_bench_tps_on(void)
 	return 0;
 }
 
-static ssize_t pt_bench_tps_write(struct file *file, const char __user *ubuf,
-				  size_t len, loff_t *ppos)
+/* The empty probes of one mechanism, turned on and off by a debugfs file. */
+struct pt_bench_floor {
+	int	(*on)(void);
+	void	(*off)(void);
+};
+
+static struct pt_bench_floor pt_bench_kprobes = {
+	pt_bench_kprobes_on, pt_bench_kprobes_off
+};
+
+static struct pt_bench_floor pt_bench_tracepoints = {
+	pt_bench_tps_on, pt_bench_tps_off
+};
+
+static ssize_t pt_bench_floor_write(struct file *file, const char __user *ubuf,
+				    size_t len, loff_t *ppos)
 {
+	const struct pt_bench_floor *floor = file->private_data;
 	bool on;
 	int ret;
 
@@ -420,16 +410,17 @@ static ssize_t pt_bench_tps_write(struct file *file, const char __user *ubuf,
 		return ret;
 	mutex_lock(&pt_bench_lock);
 	if (on)
-		ret = pt_bench_tps_on();
+		ret = floor->on();
 	else
-		pt_bench_tps_off();
+		floor->off();
 	mutex_unlock(&pt_bench_lock);
 	return ret ?: len;
 }
 
-static const struct file_operations pt_bench_tps_fops = {
+static const struct file_operations pt_bench_floor_fops = {
 	.owner	= THIS_MODULE,
-	.write	= pt_bench_tps_write,
+	.open	= simple_open,
+	.write	= pt_bench_floor_write,
 	.llseek	= default_llseek,
 };
 
@@ -456,10 +447,10 @@ static int __init pt_bench_init(void)
 {
 	pt_bench_dir = debugfs_create_dir("pt_bench", NULL);
 	debugfs_create_file("run", 0600, pt_bench_dir, NULL, &pt_bench_fops);
-	debugfs_create_file("empty_kprobes", 0200, pt_bench_dir, NULL,
-			    &pt_bench_kprobes_fops);
-	debugfs_create_file("empty_tracepoints", 0200, pt_bench_dir, NULL,
-			    &pt_bench_tps_fops);
+	debugfs_create_file("empty_kprobes", 0200, pt_bench_dir,
+			    &pt_bench_kprobes, &pt_bench_floor_fops);
+	debugfs_create_file("empty_tracepoints", 0200, pt_bench_dir,
+			    &pt_bench_tracepoints, &pt_bench_floor_fops);
 	return 0;
 }
 

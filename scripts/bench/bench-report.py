@@ -243,30 +243,37 @@ def markdown(summary, unavailable, meta, sessions=None):
     return "\n".join(L)
 
 
-def floors_table(summary):
-    """Each backend's added ns/event over its mechanism's, empty handlers."""
-    pairs = [("pt-tracepoint", "tp-empty"), ("pt-kprobe", "kprobe-empty")]
-    have = [(c, f) for c, f in pairs
+def ratio_table(summary, pairs, heads, intro, goal):
+    """A table of added ns/event ratios: for each (contender, base) in pairs
+    that ran, the contender's median over the base's, per workload."""
+    have = [(c, f, h) for (c, f), h in zip(pairs, heads)
             if any(c in ws["contenders"] and f in ws["contenders"] for ws in summary.values())]
     if not have:
         return []
-    L = ["", "Each backend against the floor of its mechanism (pt_bench's empty "
-         "probes on the same tracepoints or functions): added ns/event ÷ the floor's, "
-         "same workload, same run.", "",
-         "| workload | " + " | ".join(f"{c} ÷ {f}" for c, f in have) + " |",
+    L = ["", intro, "", "| workload | " + " | ".join(h for _, _, h in have) + " |",
          "|---|" + "---:|" * len(have)]
     for w, ws in summary.items():
         cs = ws["contenders"]
         cells = []
-        for c, f in have:
+        for c, f, _ in have:
             a = cs.get(c, {}).get("added_ns_per_event")
             b = cs.get(f, {}).get("added_ns_per_event")
             cells.append(f"{a['median'] / b['median']:.2f}"
                          if a and b and b["median"] > 0 else "–")
         L.append(f"| {w} | " + " | ".join(cells) + " |")
-    L += ["", "Goal (the performance issue): on PREEMPT_RT, the backend it keeps "
-          "(tracepoints) at most 1.3× the floor of its mechanism."]
-    return L
+    return L + ["", goal]
+
+
+def floors_table(summary):
+    """Each backend's added ns/event over its mechanism's, empty handlers."""
+    pairs = [("pt-tracepoint", "tp-empty"), ("pt-kprobe", "kprobe-empty")]
+    return ratio_table(
+        summary, pairs, [f"{c} ÷ {f}" for c, f in pairs],
+        "Each backend against the floor of its mechanism (pt_bench's empty "
+        "probes on the same tracepoints or functions): added ns/event ÷ the floor's, "
+        "same workload, same run.",
+        "Goal (the performance issue): on PREEMPT_RT, the backend it keeps "
+        "(tracepoints) at most 1.3× the floor of its mechanism.")
 
 
 # The options, each against the plain path of the same backend.
@@ -275,25 +282,12 @@ OPTIONS = ["pt-stacks", "pt-filter", "pt-filter-orders", "pt-filter-cgroup", "pt
 
 def options_table(summary):
     """Each option's added ns/event over pt-tracepoint's (the default, plain)."""
-    have = [c for c in OPTIONS if any(c in ws["contenders"] for ws in summary.values())]
-    if not have:
-        return []
-    L = ["", "Options against the plain default backend: added ns/event ÷ "
-         "pt-tracepoint's, same workload, same run.", "",
-         "| workload | " + " | ".join(have) + " |",
-         "|---|" + "---:|" * len(have)]
-    for w, ws in summary.items():
-        cs = ws["contenders"]
-        base = cs.get("pt-tracepoint", {}).get("added_ns_per_event")
-        cells = []
-        for c in have:
-            a = cs.get(c, {}).get("added_ns_per_event")
-            cells.append(f"{a['median'] / base['median']:.2f}"
-                         if a and base and base["median"] > 0 else "–")
-        L.append(f"| {w} | " + " | ".join(cells) + " |")
-    L += ["", "Goals (the performance issue): a filter that keeps every event ≤ 1.10; "
-          "one that drops the events (pt-filter-drop) < 1.00; stack_rate=128 ≤ 1.20 on k0."]
-    return L
+    return ratio_table(
+        summary, [(c, "pt-tracepoint") for c in OPTIONS], OPTIONS,
+        "Options against the plain default backend: added ns/event ÷ "
+        "pt-tracepoint's, same workload, same run.",
+        "Goals (the performance issue): a filter that keeps every event ≤ 1.10; "
+        "one that drops the events (pt-filter-drop) < 1.00; stack_rate=128 ≤ 1.20 on k0.")
 
 
 def main():
