@@ -372,6 +372,7 @@ void pt_writer_settle_clock(struct pt_cpu *c);
 bool pt_writer_pending(const struct pt_cpu *c);
 void pt_writers_publish(struct pt_session *sess);
 unsigned long pt_turned_away_pages(void);
+u64 pt_written_pages(const struct pt_session *sess);
 void pt_writers_clear(void);
 
 /* buffers.c */

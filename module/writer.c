@@ -450,6 +450,26 @@ unsigned long pt_turned_away_pages(void)
 }
 
 /**
+ * pt_written_pages - pages of the events a session's CPUs wrote so far
+ * @sess: the session
+ *
+ * Read from other CPUs while they write: each count is one word that only
+ * its CPU's writer changes, by one add to memory, and only up.
+ *
+ * Return: the sum over every CPU and event type.
+ */
+u64 pt_written_pages(const struct pt_session *sess)
+{
+	unsigned int cpu, i;
+	u64 n = 0;
+
+	for_each_possible_cpu(cpu)
+		for (i = 0; i < ARRAY_SIZE(sess->cpus[cpu].pages); i++)
+			n += READ_ONCE(sess->cpus[cpu].pages[i]);
+	return n;
+}
+
+/**
  * pt_writers_publish - let the hooks write into a session
  * @sess: the session, set up, with all its hooks attached
  *

@@ -160,9 +160,11 @@ struct pagetrace_rec_zone {
  * @pcp_pages: pages on the zone's per-CPU free lists, every CPU
  * @spread_pages: how far @free_pages moved while @pcp_pages was read (0:
  *		  the two are of one instant; else the count may be off by
- *		  about as much); at stop, plus the pages of the events the
- *		  hooks turned away, the trace having ended, while the zones
- *		  were read.  0 in traces of modules before it was kept.
+ *		  about as much); at start, plus the pages of the events
+ *		  written while the zones were read; at stop, plus the pages
+ *		  of the events the hooks turned away, the trace having
+ *		  ended, while the zones were read.  0 in traces of modules
+ *		  before it was kept.
  *
  * The kernel's pages in use are @present_pages - @free_pages - @pcp_pages:
  * the number the trace's own count (snapshot plus allocations minus frees
