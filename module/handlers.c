@@ -245,8 +245,10 @@ static void pt_bulk_note_fallback(struct page *page)
 }
 #endif /* PT_BULK_HOOKS */
 
-static void pt_alloc_page(struct page *page, unsigned int order,
-			  const struct pt_origin *origin)
+/* Inlined: on the tail calls from pt_tp_alloc() (see there). */
+static __always_inline void pt_alloc_page(struct page *page,
+					  unsigned int order,
+					  const struct pt_origin *origin)
 {
 	pt_bulk_note_fallback(page);
 	pt_emit_alloc(page_to_pfn(page), 1UL << order, origin);

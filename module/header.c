@@ -267,12 +267,19 @@ void pt_header_set_counters(struct pt_session *sess)
 	/*
 	 * The reading is stamped as it begins, and reads the zones one after
 	 * another, each CPU's lists in turn, while the other CPUs allocate
-	 * and free: the events of those are stamped after the reading's time
-	 * when the counts read later already hold them.  The pages of every
-	 * event written during the reading go into each zone's spread, as
-	 * those turned away do at stop (counters.c).  Seen in the TCG VM
-	 * with the host's thread of the reading vCPU descheduled: 610 pages
-	 * of a munmap on the other CPU, in the counts and after the time.
+	 * and free: a page freed meanwhile may be in the counts read later,
+	 * its event (which fires before the page reaches a list) stamped
+	 * after the reading's time.  The pages of every event written during
+	 * the reading go into each zone's spread, as those turned away do at
+	 * stop (counters.c).  Seen in the TCG VM with the host's thread of
+	 * the reading vCPU descheduled: 610 pages of a munmap on the other
+	 * CPU, in the counts and after the time.  An estimate, not a bound:
+	 * a block taken off the lists whose allocation event comes after the
+	 * reading (memcg charging may sleep in between), or a batch of frees
+	 * whose events came before it and whose pages reach the lists after,
+	 * is not in it; retries while memory is onlined widen it.  The
+	 * counts are read while their writers add to them, each a word
+	 * added to in one instruction (a data race KCSAN would name).
 	 */
 	written = pt_written_pages(sess) - written;
 	for (i = 0; i < pt_from_le32(rec->nr_zones); i++) {

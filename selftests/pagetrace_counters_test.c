@@ -229,14 +229,21 @@ static int read_for(int fd, struct pt_st_buf *b, int ms)
  * allocated without __GFP_COMP, so the trace starts short by their pages:
  * then its count may be under the kernel's, by at most the pages the
  * walk took as free that way (@taken_free, the snapshot record's), and by
- * the same number of pages at the stop as at the start (@start_diff, per
- * zone), all that happened in between being counted.
+ * the same number of pages at the stop as at the start (@start, per
+ * zone: the difference and the start reading's spread, which the stop's
+ * comparison with it allows too), all that happened in between being
+ * counted.
  */
+struct start_zone {
+	int64_t		diff;		/* INT64_MIN: not read at start */
+	uint64_t	spread;
+};
+
 static void check_zone(struct __test_metadata *_metadata,
 		       const struct pgtrace_analysis *a,
 		       const struct pgtrace_zone_counters *z, bool start,
 		       long per_mille, bool pcp, uint64_t taken_free,
-		       int64_t *start_diff)
+		       struct start_zone *at_start)
 {
 	int64_t kernel = pgtrace_zone_counters_in_use(z), trace, diff, tol;
 	unsigned int i;
@@ -268,15 +275,16 @@ static void check_zone(struct __test_metadata *_metadata,
 	if (start) {
 		/* Short by at most the pages the snapshot took as free. */
 		EXPECT_LE(-diff, (int64_t)taken_free + tol);
-		start_diff[i] = diff;
+		at_start[i].diff = diff;
+		at_start[i].spread = z->spread_pages;
 		return;
 	}
 	/* A zone the start's reading did not have (none: memory hotplug). */
-	if (start_diff[i] == INT64_MIN)
+	if (at_start[i].diff == INT64_MIN)
 		return;
-	diff -= start_diff[i];
+	diff -= at_start[i].diff;
 	TH_LOG("  no per-CPU lists in the snapshot: stop against start %+lld", (long long)diff);
-	EXPECT_LE(diff < 0 ? -diff : diff, tol);
+	EXPECT_LE(diff < 0 ? -diff : diff, tol + (int64_t)at_start[i].spread);
 }
 
 TEST(in_use_matches)
@@ -290,7 +298,7 @@ TEST(in_use_matches)
 	struct pt_st_buf b = { 0 };
 	struct pt_st_hdr hi;
 	const struct pagetrace_rec_snapshot *snap;
-	int64_t *start_diff;
+	struct start_zone *at_start;
 	void *stop;
 	uint32_t size;
 	bool pcp;
@@ -387,15 +395,15 @@ TEST(in_use_matches)
 	EXPECT_TRUE(snap->flags & PAGETRACE_SNAPSHOT_TAKEN_FREE);
 	if (pcp)
 		EXPECT_EQ(0, snap->taken_free);
-	start_diff = calloc(a.nr_zones + 1, sizeof(*start_diff));
-	ASSERT_NE(NULL, start_diff);
+	at_start = calloc(a.nr_zones + 1, sizeof(*at_start));
+	ASSERT_NE(NULL, at_start);
 	for (unsigned int i = 0; i <= a.nr_zones; i++)
-		start_diff[i] = INT64_MIN;
+		at_start[i].diff = INT64_MIN;
 	for (unsigned int w = 0; w < 2; w++)
 		for (unsigned int i = 0; i < kc[w]->nr_zones; i++)
 			check_zone(_metadata, &a, &kc[w]->zones[i], w == 0, per_mille, pcp,
-				   snap->taken_free, start_diff);
-	free(start_diff);
+				   snap->taken_free, at_start);
+	free(at_start);
 	pgtrace_analysis_free(&a);
 	pgtrace_reader_close(r);
 	pt_st_buf_free(&b);

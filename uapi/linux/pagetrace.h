@@ -161,7 +161,8 @@ struct pagetrace_rec_zone {
  * @spread_pages: how far @free_pages moved while @pcp_pages was read (0:
  *		  the two are of one instant; else the count may be off by
  *		  about as much); at start, plus the pages of the events
- *		  written while the zones were read; at stop, plus the pages
+ *		  written while the zones were read (an estimate: see
+ *		  Documentation/pagetrace/format.rst); at stop, plus the pages
  *		  of the events the hooks turned away, the trace having
  *		  ended, while the zones were read.  0 in traces of modules
  *		  before it was kept.
