@@ -743,20 +743,34 @@ static uint64_t trace_span(const struct pt_st_buf *b)
 /*
  * The child: named RECLAIMEE, it reads the whole data file through a
  * shared mapping, so readahead allocates its page cache in its context,
- * writes the PFN of each page to @up and exits.  It renames itself first and then waits out two flush
- * periods: the stream names a task once per chunk, and the chunk open
- * when it forked named it by our name already; once that chunk is closed
- * the ones holding its pages name it anew.
+ * writes the PFN of each page to @up and exits.  It renames itself first:
+ * the stream names a task once per chunk, and the chunk open on its CPU
+ * when it forked named it by our name already.  Pinned to that CPU, it
+ * then allocates and frees more single pages than a chunk of @buf_size
+ * bytes has words for, so that chunk is closed however late the flush
+ * comes (under load a wait of two flush periods was not always enough,
+ * 6.1-rt); the chunks holding its file's pages name it anew.
  */
-static void reclaimee(long flush_ms, int up)
+static void reclaimee(long flush_ms, long buf_size, int up)
 {
+	size_t churn = buf_size / 8;
 	volatile char sink = 0;
 	uint64_t pfn;
 	char *map;
 	int fd;
 
 	prctl(PR_SET_NAME, RECLAIMEE);
+	if (pt_st_pin_cpu(sched_getcpu()))
+		_exit(1);
 	usleep((2 * flush_ms + 100) * 1000);
+	map = mmap(NULL, churn * 4096, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		_exit(1);
+	madvise(map, churn * 4096, MADV_NOHUGEPAGE);
+	for (size_t i = 0; i < churn; i++)
+		map[i * 4096] = 1;
+	munmap(map, churn * 4096);
 	fd = open(DATA, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		_exit(1);
@@ -803,7 +817,7 @@ TEST_F_TIMEOUT(reclaim, stats_reclaim_names_the_allocator, RECLAIM_TIMEOUT)
 	struct attr_parts parts;
 	int64_t cache_stacks;
 	pid_t pid, reclaimee_pid;
-	long flush_ms;
+	long flush_ms, buf_size;
 	ssize_t got;
 	int st, up[2];
 
@@ -816,6 +830,8 @@ TEST_F_TIMEOUT(reclaim, stats_reclaim_names_the_allocator, RECLAIM_TIMEOUT)
 		SKIP(return, "no pagetrace CLI: set PAGETRACE_BIN");
 	flush_ms = pt_st_get_param("flush_ms");
 	ASSERT_LT(0, flush_ms);
+	buf_size = pt_st_get_param("buf_size");
+	ASSERT_LT(0, buf_size);
 
 	/* Task records for this session (another test may have turned them off). */
 	ASSERT_LT(0, pt_st_get_param_str("tasks", self->old_tasks, sizeof(self->old_tasks)));
@@ -836,7 +852,7 @@ TEST_F_TIMEOUT(reclaim, stats_reclaim_names_the_allocator, RECLAIM_TIMEOUT)
 	reclaimee_pid = fork();
 	if (reclaimee_pid == 0) {
 		close(up[0]);
-		reclaimee(flush_ms, up[1]);
+		reclaimee(flush_ms, buf_size, up[1]);
 	}
 	close(up[1]);
 	ASSERT_LT(0, reclaimee_pid);
