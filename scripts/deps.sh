@@ -30,8 +30,9 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 [ "$(id -u)" = 0 ] || { echo "deps.sh: must run as root" >&2; exit 1; }
 
+# python3: make bench's report and the VM's S3 waker (scripts/vm/qmp-wake.py).
 BASE=(qemu-system-x86 busybox-static linux-image-amd64 linux-headers-amd64
-	linux-source-6.1 sparse build-essential cpio xz-utils kmod trace-cmd)
+	linux-source-6.1 sparse build-essential cpio xz-utils kmod trace-cmd python3)
 
 # apt-get update is slow; run it at most once, and only when an install fails
 # (unknown package / stale index) or a new apt source was added.

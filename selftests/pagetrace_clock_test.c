@@ -15,10 +15,14 @@
  * give PAGETRACE_CLOCK_TSC.
  *
  * A session on the TSC leaves it for local_clock() before the system
- * sleeps, and says so in its chunks (sleep_leaves_the_tsc).
+ * sleeps, and says so in its chunks (sleep_leaves_the_tsc); a session
+ * that spans a real suspend to RAM decodes with time in order
+ * (suspend_to_ram_keeps_order_*).
  *
  * Environment: PAGETRACE_GT_KO (see pagetrace_gt_test.c); pagetrace.ko
- * loaded.  The test leaves the clock parameter at auto.
+ * loaded; PAGETRACE_S3_WAKER=1 where something outside the machine wakes
+ * it from S3 (scripts/vm/vm-run.sh --s3), else the suspend test skips.
+ * The test leaves the clock parameter at auto.
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -451,9 +455,9 @@ static int pm_test_freeze(void)
  * kernel re-bases local_clock() on resume, which a fixed TSC offset would
  * not follow.  The kernel is taken through its suspend steps by pm_test
  * (level "freezer", state "freeze": the PM notifiers run and every task is
- * frozen and thawed, but nothing sleeps and the TSC is left alone; the
- * restart itself is not reproduced in QEMU, whose guests did not come back
- * from S3).  The chunk of an allocation before carries no
+ * frozen and thawed, but nothing sleeps and the TSC is left alone; a
+ * real S3 is suspend_to_ram_keeps_order_*'s, where a waker outside the
+ * machine is known).  The chunk of an allocation before carries no
  * PAGETRACE_CHUNK_CLOCK_LOCAL, that of one after does, and the one after
  * still falls in its local_clock() window.
  */
@@ -503,6 +507,135 @@ TEST_F(clock, sleep_leaves_the_tsc)
 				       t0[i], t1[i]);
 	}
 	pt_st_trace_free(&t);
+}
+
+#define MEM_SLEEP	"/sys/power/mem_sleep"
+#define S3_WAKER	"PAGETRACE_S3_WAKER"
+/* What the kernel prints when it is back from any sleep. */
+#define SUSPEND_EXIT	"PM: suspend exit"
+
+/*
+ * Whether the machine can be put to sleep in S3 and woken again; if not,
+ * @why says why not.  Nothing in the machine is trusted to wake it (QEMU's
+ * RTC alarm did not): the runner says that something outside will.
+ */
+static bool s3_why(char *why, size_t len)
+{
+	const char *waker = getenv(S3_WAKER);
+	char buf[128];
+
+	if (!waker) {
+		snprintf(why, len, "%s unset: nothing is known to wake this machine from S3",
+			 S3_WAKER);
+		return false;
+	}
+	if (strcmp(waker, "1")) {
+		snprintf(why, len, "%s=%s: no suspend to RAM here", S3_WAKER, waker);
+		return false;
+	}
+	if (read_small("/sys/power/state", buf, sizeof(buf)) || !strstr(buf, "mem")) {
+		snprintf(why, len, "no suspend to RAM in /sys/power/state");
+		return false;
+	}
+	if (read_small(MEM_SLEEP, buf, sizeof(buf)) || !strstr(buf, "deep")) {
+		snprintf(why, len, "no \"deep\" (S3) in %s", MEM_SLEEP);
+		return false;
+	}
+	return true;
+}
+
+/* Suspend to RAM (S3) and return once woken: 0 or -errno. */
+static int suspend_to_ram(void)
+{
+	int ret = pt_st_write_file(MEM_SLEEP, "deep");
+
+	return ret ? ret : pt_st_write_file("/sys/power/state", "mem");
+}
+
+/*
+ * A session that spans a real suspend to RAM: every CPU's time stays in
+ * order (the reader refuses a time going backwards on a CPU), and an
+ * allocation before and one after fall in their local_clock() windows
+ * (the kernel keeps local_clock() going across the sleep).  x86 restores
+ * the scheduler clock's offset on resume whatever the TSC did meanwhile
+ * (logged: QEMU's TSC did not restart); with @clock "auto" on a trusted
+ * TSC the session has left it for local_clock() before the sleep (the
+ * checks of sleep_leaves_the_tsc), with "local" it just goes on.  Run in
+ * make check's VM booted with tsc=reliable and vm-run.sh --s3, whose QMP
+ * waker wakes the guest.
+ */
+static void check_suspend_to_ram(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(clock) *self, const char *clock_param)
+{
+	char why[160], flush[32] = "500";
+	uint64_t pfn[2], t0[2], t1[2], tsc[2];
+	const struct pgtrace_event *e[2];
+	struct pt_st_trace t = { 0 };
+	int ret, said, woke;
+	unsigned int clock;
+
+	if (!s3_why(why, sizeof(why)))
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, pt_st_set_param("clock", clock_param));
+	clock = strcmp(clock_param, "local") ? expected_clock(why, sizeof(why)) :
+		PAGETRACE_CLOCK_LOCAL;
+	ASSERT_EQ(0, pt_st_gt_load());
+	ASSERT_EQ(0, pt_st_pin_cpu(0));
+	ASSERT_EQ(clock, session_clock()) TH_LOG("clock=%s should be %u", clock_param, clock);
+	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, self->dev);
+	ASSERT_EQ(0, gt_alloc(&pfn[0], &t0[0], &t1[0]));
+	/* Twice the flush period: the chunk with it is closed before the sleep. */
+	read_small(FLUSH_MS, flush, sizeof(flush));
+	usleep((2 * atoi(flush) + 100) * 1000);
+
+	said = kmsg_count(LEFT_TSC);
+	woke = kmsg_count(SUSPEND_EXIT);
+	tsc[0] = __builtin_ia32_rdtsc();
+	ret = suspend_to_ram();
+	tsc[1] = __builtin_ia32_rdtsc();
+	ASSERT_EQ(0, ret) TH_LOG("echo mem > /sys/power/state: %s", strerror(-ret));
+	ASSERT_EQ(woke + 1, kmsg_count(SUSPEND_EXIT)) TH_LOG("the kernel did not say it woke");
+	TH_LOG("TSC before the sleep %" PRIu64 ", after %" PRIu64 "%s", tsc[0], tsc[1],
+	       tsc[1] < tsc[0] ? ": it restarted" : "");
+	EXPECT_EQ(said + (clock == PAGETRACE_CLOCK_TSC), kmsg_count(LEFT_TSC))
+		TH_LOG("the module should say it left the TSC exactly when on it");
+
+	ASSERT_EQ(0, gt_alloc(&pfn[1], &t0[1], &t1[1]));
+	ASSERT_EQ(0, pt_st_collect(self->dev, &t)) TH_LOG("the trace does not decode: %s", t.err);
+	ASSERT_EQ(clock, t.hdr.flags & PAGETRACE_CLOCK_MASK);
+	e[0] = find_alloc(&t, pfn[0], t0[0]);
+	e[1] = find_alloc(&t, pfn[1], t0[1]);
+	ASSERT_NE(NULL, e[0]) TH_LOG("pfn %" PRIu64 " before the sleep not in the trace", pfn[0]);
+	ASSERT_NE(NULL, e[1]) TH_LOG("pfn %" PRIu64 " after the sleep not in the trace", pfn[1]);
+	EXPECT_LT(e[0]->time_ns, e[1]->time_ns);
+	EXPECT_EQ(0, e[0]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL);
+	if (clock == PAGETRACE_CLOCK_TSC) {
+		EXPECT_NE(0, e[1]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL)
+			TH_LOG("the chunk after the sleep does not say the clock changed");
+	} else {
+		EXPECT_EQ(0, e[1]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL);
+	}
+	for (int i = 0; i < 2; i++) {
+		bool in = e[i]->time_ns + SLACK_NS + t.clock_error_ns >= t0[i] &&
+			  e[i]->time_ns <= t1[i] + t.clock_error_ns;
+
+		EXPECT_TRUE(in) TH_LOG("%s the sleep: pfn %" PRIu64 " at %" PRIu64
+				       ", window [%" PRIu64 ", %" PRIu64 "]",
+				       i ? "after" : "before", pfn[i], e[i]->time_ns,
+				       t0[i], t1[i]);
+	}
+	pt_st_trace_free(&t);
+}
+
+TEST_F(clock, suspend_to_ram_keeps_order_auto)
+{
+	check_suspend_to_ram(_metadata, self, "auto");
+}
+
+TEST_F(clock, suspend_to_ram_keeps_order_local)
+{
+	check_suspend_to_ram(_metadata, self, "local");
 }
 
 /*

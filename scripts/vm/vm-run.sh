@@ -7,7 +7,7 @@
 # Usage:
 #   scripts/vm/vm-run.sh --kernel RELEASE --share DIR [--timeout SECONDS] [--mem MB]
 #                     [--cpus N] [--numa NODES [--cpuless-nodes]]
-#                     [--bin /host/binary ...] [--append "cmdline"]
+#                     [--bin /host/binary ...] [--append "cmdline"] [--s3]
 #   scripts/vm/vm-run.sh --kernel-image BZIMAGE --modules-dir none --share DIR ...
 #
 # --kernel RELEASE boots /boot/vmlinuz-RELEASE with the modules it needs from
@@ -25,6 +25,11 @@
 # DIR/.exit-status are copied back out of it with debugfs afterwards) where
 # it does not: Debian's cloud kernels have no 9p.  PT_VM_TRANSPORT=9p|disk
 # chooses.
+#
+# --s3 lets the guest suspend to RAM and come back: the firmware offers S3,
+# and scripts/vm/qmp-wake.py, on QEMU's QMP socket, wakes the guest two
+# seconds after each suspend.  The share is then the disk (virtio-9p has no
+# suspend support in the guest: its I/O hangs after a resume).
 #
 # Exit status: the guest script's status; 124 on timeout; 125 if the guest
 # never wrote DIR/.exit-status (kernel panic, 9p failure, ...); 2 on usage error.
@@ -56,7 +61,7 @@ SELF="$ROOT/scripts/vm/vm-run.sh"
 die() { echo "vm-run: $*" >&2; exit 2; }
 
 KERNEL='' SHARE='' TIMEOUT=600 MEM=2048 CPUS=2 NUMA=1 APPEND=''
-KERNEL_IMAGE='' MODULES_DIR=''
+KERNEL_IMAGE='' MODULES_DIR='' S3=''
 BINS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -69,9 +74,10 @@ while [ $# -gt 0 ]; do
 	--cpuless-nodes) CPULESS=1; shift ;;
 	--bin)     BINS+=("$(realpath "${2:?}")"); shift 2 ;;
 	--append)  APPEND=${2?}; shift 2 ;;
+	--s3)      S3=1; shift ;;
 	--kernel-image) KERNEL_IMAGE=$(realpath "${2:?}"); shift 2 ;;
 	--modules-dir)  MODULES_DIR=${2:?}; shift 2 ;;
-	-h|--help) sed -n '2,32p' "$SELF"; exit 0 ;;
+	-h|--help) sed -n '2,35p' "$SELF"; exit 0 ;;
 	*) die "unknown argument: $1" ;;
 	esac
 done
@@ -145,6 +151,10 @@ has_module() {
 # The share's transport: 9p, or a virtio disk where the kernel has no 9p
 # (the debug kernel has 9p built in).
 TRANSPORT=${PT_VM_TRANSPORT:-auto}
+if [ -n "$S3" ]; then
+	[ "$TRANSPORT" = 9p ] && die "--s3 needs the disk transport (9p hangs after a resume)"
+	TRANSPORT=disk
+fi
 if [ "$TRANSPORT" = auto ]; then
 	TRANSPORT=9p
 	[ "$MODDIR" != none ] && ! has_module 9pnet_virtio && TRANSPORT=disk
@@ -320,12 +330,27 @@ fi
 # routed, and the boot hung until the VM's whole timeout.  Nothing of ours
 # has run by then (run.sh loads the module), so booting again hides nothing.
 BOOT_TIMEOUT=${PT_BOOT_TIMEOUT:-300}
+TMPS=()
+trap 'rm -rf "${TMPS[@]}"' EXIT
 if [ "$TRANSPORT" = 9p ]; then
 	SHARE_ARGS=(-virtfs "local,path=$SHARE,mount_tag=host,security_model=none,id=host")
 else
 	IMG=$(mktemp /var/tmp/vm-share.XXXXXX.img)
-	trap 'rm -f "$IMG"' EXIT
+	TMPS+=("$IMG")
 	SHARE_ARGS=(-drive "file=$IMG,if=virtio,format=raw,cache=unsafe")
+fi
+# --s3: S3 in the ACPI tables (QEMU leaves it out by default), on either
+# machine's power management device, and a QMP socket for the waker (in
+# /tmp: a socket's path has at most 107 bytes).
+S3_ARGS=()
+if [ -n "$S3" ]; then
+	QMP_DIR=$(mktemp -d /tmp/vm-qmp.XXXXXX)
+	TMPS+=("$QMP_DIR")
+	case " ${PT_QEMU_ARGS:-} " in
+	*q35*) S3_ARGS=(-global ICH9-LPC.disable_s3=0) ;;
+	*)     S3_ARGS=(-global PIIX4_PM.disable_s3=0) ;;
+	esac
+	S3_ARGS+=(-qmp "unix:$QMP_DIR/qmp,server=on,wait=off")
 fi
 
 # The disk transport's image, made afresh for each boot from DIR.
@@ -354,12 +379,16 @@ boot() {
 	rm -f "$SHARE/.exit-status" "$SHARE/.qemu.pid" "$SHARE/.qemu.rc"
 	: >"$SHARE/console.log"
 	make_disk
+	if [ -n "$S3" ]; then
+		rm -f "$QMP_DIR/qmp"
+		python3 "$ROOT/scripts/vm/qmp-wake.py" "$QMP_DIR/qmp" 2 2>>"$SHARE/qmp-wake.log" &
+	fi
 	# shellcheck disable=SC2086 # PT_QEMU_ARGS is a list of options
 	( timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
 		-accel "${PT_QEMU_ACCEL:-tcg,thread=single}" -cpu max -m "$MEM" -smp "$SMP" "${NUMA_ARGS[@]}" \
 		-nographic -no-reboot -nic none ${PT_QEMU_ARGS:-} \
 		-kernel "$VMLINUZ" -initrd "$INITRD" -append "$CMDLINE" \
-		"${SHARE_ARGS[@]}" \
+		"${SHARE_ARGS[@]}" "${S3_ARGS[@]}" \
 		-pidfile "$SHARE/.qemu.pid" \
 		</dev/null 2>&1 | sed -u 's/\r$//; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' | tee -a "$SHARE/console.log"
 	  echo "${PIPESTATUS[0]}" >"$SHARE/.qemu.rc" ) &
