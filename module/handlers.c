@@ -175,18 +175,28 @@ struct rethook *pt_bulk_rh;
  * call on the task's rethook list runs in this context (softirqs run bulk
  * calls too, e.g. the network's page pools).
  */
-static void pt_bulk_note_fallback(struct page *page)
+static noinline void pt_bulk_note_call(struct page *page)
 {
 	struct pt_bulk_data *d;
 	unsigned long flags;
 
-	if (!READ_ONCE(pt_bulk_rh) || !READ_ONCE(current->rethooks.first))
-		return;
 	local_irq_save(flags);
 	d = pt_call_data(READ_ONCE(pt_bulk_rh));
 	if (d && d->context == pt_context())
 		d->fallback = page;
 	local_irq_restore(flags);
+}
+
+/*
+ * Inlined into every allocation's hook: two loads decide that no bulk
+ * call can be in flight on this task (no rethook on its list), which is
+ * almost always; a call here would cost the tracepoint's probe its leaf
+ * shape (registers saved around it).
+ */
+static __always_inline void pt_bulk_note_fallback(struct page *page)
+{
+	if (unlikely(READ_ONCE(pt_bulk_rh) && READ_ONCE(current->rethooks.first)))
+		pt_bulk_note_call(page);
 }
 
 int notrace pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -240,7 +250,7 @@ int notrace pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 #else
-static void pt_bulk_note_fallback(struct page *page)
+static __always_inline void pt_bulk_note_fallback(struct page *page)
 {
 }
 #endif /* PT_BULK_HOOKS */
