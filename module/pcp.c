@@ -20,12 +20,10 @@
  * upstream; Debian's 6.1 has it), 5.10 touches a CPU's lists only on that
  * CPU with its interrupts off: they are read there, in a function call
  * IPI, as that layout has them (one list of single pages per migratetype,
- * in the per-CPU pageset; 5.14 split per_cpu_pages from it,
- * PT_HAVE_PCP_PAGESET).  5.10 PREEMPT_RT guards them with a sleeping
- * per-CPU lock and interrupts on: they are walked without it, every link
- * checked (pt_pcp_walk()).  Not on 5.14-6.1 upstream: there the set is
- * not built, and the walk keeps the old rule (zero count, on no list:
- * free).
+ * in the per-CPU pageset; PT_HAVE_PCP_PAGESET).  Not on PREEMPT_RT, whose
+ * 5.10 guards them with a sleeping per-CPU lock and interrupts on, nor
+ * on 5.14-6.1 upstream: there the set is not built, and the walk keeps the
+ * old rule (zero count, on no list: free).
  *
  * Memory hot-remove, which frees a zone's lists, is held off meanwhile
  * (memhotplug.c, by the snapshot that calls in here).
@@ -43,13 +41,12 @@
 #include <linux/smp.h>
 #include <linux/sort.h>
 #include <linux/spinlock.h>
-#include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
 #include "pagetrace.h"
 
-/* With a lock, or in 5.10's layout (per-CPU pagesets): not 5.14-6.1's. */
-#if defined(PT_HAVE_PCP_LOCK) || !defined(PT_HAVE_PCP_PAGESET)
+#if defined(PT_HAVE_PCP_LOCK) || \
+	(!defined(PT_HAVE_PCP_PAGESET) && !defined(CONFIG_PREEMPT_RT))
 #define PT_PCP_READABLE	1
 #endif
 
@@ -166,77 +163,6 @@ int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
 			set->nr = 0;
 			return -EAGAIN;
 		}
-	}
-	sort(set->blocks, set->nr, sizeof(*set->blocks), pt_pcp_cmp, NULL);
-	return 0;
-}
-#elif defined(PT_PCP_READABLE) && defined(CONFIG_PREEMPT_RT)
-/*
- * 5.10 PREEMPT_RT: a CPU's lists are guarded by a sleeping per-CPU lock
- * (pa_lock, private to mm/page_alloc.c) with interrupts on, so no IPI may
- * read them and no other CPU can take the lock.  They are walked without
- * it, each link read with get_kernel_nofault() and each entry checked to
- * be a struct page of the memory map: a walk that meets an entry being
- * unlinked (list_del() poisons it), a link off the memory map, or more
- * entries than PT_PCP_WALK_MAX (a page moved to another list under the
- * walk) reads that list again, and after PT_PCP_TRIES the reading fails
- * (-EAGAIN: the slice keeps the old rule and the snapshot record says so).
- * A page a walk lists or misses as its list changes is one that left or
- * joined the list meanwhile: an allocation or a free event, applied after
- * the snapshot, as with a locked reading; a refill from the buddy lists
- * is none, and the second reading after the slice settles such pages, as
- * on the other kernels.
- */
-#define PT_PCP_TRIES		8
-#define PT_PCP_WALK_MAX		BIT(16)
-
-/* Walk the list at @head into @set: 0, -ENOSPC (full) or -EAGAIN. */
-static int pt_pcp_walk(struct pt_pcp_set *set, struct list_head *head,
-		       unsigned long lo, unsigned long hi)
-{
-	unsigned long start = set->nr, n;
-	struct list_head *pos, *next;
-	unsigned int tries;
-
-	for (tries = 0; tries < PT_PCP_TRIES; tries++) {
-		set->nr = start;
-		pos = READ_ONCE(head->next);
-		for (n = 0; pos != head && n < PT_PCP_WALK_MAX; n++) {
-			struct page *page = list_entry(pos, struct page, lru);
-			unsigned long pfn = page_to_pfn(page);
-
-			if (!pfn_valid(pfn) || pfn_to_page(pfn) != page ||
-			    get_kernel_nofault(next, &pos->next))
-				break;
-			if (!pt_pcp_add(set, pfn, 0, lo, hi))
-				return -ENOSPC;
-			pos = next;
-		}
-		if (pos == head)
-			return 0;
-	}
-	set->nr = start;
-	return -EAGAIN;
-}
-
-int pt_pcp_collect(struct pt_pcp_set *set, struct zone *zone,
-		   unsigned long lo, unsigned long hi)
-{
-	unsigned int cpu, i;
-
-	might_sleep();
-	set->nr = 0;
-	/* An offline CPU's lists are empty once drained. */
-	for_each_possible_cpu(cpu) {
-		struct per_cpu_pages *pcp = &per_cpu_ptr(zone->pageset, cpu)->pcp;
-
-		for (i = 0; i < MIGRATE_PCPTYPES; i++) {
-			if (pt_pcp_walk(set, &pcp->lists[i], lo, hi)) {
-				set->nr = 0;
-				return -EAGAIN;
-			}
-		}
-		cond_resched();
 	}
 	sort(set->blocks, set->nr, sizeof(*set->blocks), pt_pcp_cmp, NULL);
 	return 0;

@@ -224,8 +224,8 @@ static int read_for(int fd, struct pt_st_buf *b, int ms)
 
 /*
  * The trace's count of @z at start or stop, against the kernel's.
- * Without PAGETRACE_SNAPSHOT_PCP (upstream 5.14-6.1, whose per-CPU lists
- * cannot be read from outside, or a reading that failed) the snapshot leaves out the tails of blocks
+ * Without PAGETRACE_SNAPSHOT_PCP (5.10 PREEMPT_RT: its per-CPU lists
+ * cannot be read from outside) the snapshot leaves out the tails of blocks
  * allocated without __GFP_COMP, so the trace starts short by their pages:
  * then its count may be under the kernel's, by at most the pages the
  * walk took as free that way (@taken_free, the snapshot record's), and by

@@ -162,8 +162,7 @@ static void check_report_counts(struct __test_metadata *_metadata,
 	int rfd, st;
 	pid_t pid;
 	/*
-	 * Where the walk could not read the per-CPU lists (none of the
-	 * matrix's kernels; a reading that failed)
+	 * Where the walk could not read the per-CPU lists (5.10 PREEMPT_RT)
 	 * the trace may be short by the pages it took as free: such a row
 	 * is "short", and only those.
 	 */

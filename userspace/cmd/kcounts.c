@@ -37,8 +37,7 @@ static uint64_t trace_in_use(const struct pgtrace_analysis *a, int i, unsigned i
 /*
  * Pages the trace may be short of the kernel's count in every zone
  * together: the snapshot's taken_free where the walk could not read the
- * per-CPU lists (upstream 5.14-6.1, or a reading that failed), so that a
- * page with a zero reference
+ * per-CPU lists (5.10 PREEMPT_RT), so that a page with a zero reference
  * count on no free list (a tail of a block allocated without __GFP_COMP)
  * was taken as free; 0 where the walk told them apart, or never said.
  */
@@ -226,8 +225,8 @@ void report_kernel_counts(FILE *f, const struct pgtrace_reader *r, const struct 
 			html_row(f, a, &k[w]->zones[j], w, at[w], snapshot_short(r));
 	fprintf(f, "</table>\n");
 	if (snapshot_short(r))
-		fprintf(f, "<p>The snapshot could not read the per-CPU free lists"
-			": it took %" PRIu64 " pages with a zero reference count on"
+		fprintf(f, "<p>The snapshot could not read the per-CPU free lists on this kernel"
+			" (5.10 PREEMPT_RT): it took %" PRIu64 " pages with a zero reference count on"
 			" no free list as free, some of them tails of blocks allocated without"
 			" __GFP_COMP, so the trace may be up to that many pages short over all zones."
 			" Rows short by no more than that are in grey, not red.</p>\n",

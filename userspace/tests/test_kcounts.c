@@ -4,8 +4,7 @@
  * stats (text and JSON) and report print it, for a trace whose snapshot
  * is short of the kernel's count by SHORT pages.  Where the snapshot
  * record says the walk could not read the per-CPU lists and took at least
- * that many zero-count pages as free (upstream 5.14-6.1, or a reading
- * that failed), the row is "short"
+ * that many zero-count pages as free (5.10 PREEMPT_RT), the row is "short"
  * (grey) with a note saying why; otherwise it is "off" (red): with the
  * lists read, with fewer pages taken as free, or with no snapshot record.
  */
