@@ -175,7 +175,7 @@ struct rethook *pt_bulk_rh;
  * call on the task's rethook list runs in this context (softirqs run bulk
  * calls too, e.g. the network's page pools).
  */
-static noinline void pt_bulk_note_call(struct page *page)
+static noinline void notrace pt_bulk_note_call(struct page *page)
 {
 	struct pt_bulk_data *d;
 	unsigned long flags;
@@ -186,6 +186,8 @@ static noinline void pt_bulk_note_call(struct page *page)
 		d->fallback = page;
 	local_irq_restore(flags);
 }
+
+NOKPROBE_SYMBOL(pt_bulk_note_call);
 
 /*
  * Inlined into every allocation's hook: two loads decide that no bulk
