@@ -330,8 +330,8 @@ fi
 # routed, and the boot hung until the VM's whole timeout.  Nothing of ours
 # has run by then (run.sh loads the module), so booting again hides nothing.
 BOOT_TIMEOUT=${PT_BOOT_TIMEOUT:-300}
-TMPS=()
-trap 'rm -rf "${TMPS[@]}"' EXIT
+TMPS=() WAKER=''
+trap '[ -n "$WAKER" ] && kill "$WAKER" 2>/dev/null; rm -rf "${TMPS[@]}"' EXIT
 if [ "$TRANSPORT" = 9p ]; then
 	SHARE_ARGS=(-virtfs "local,path=$SHARE,mount_tag=host,security_model=none,id=host")
 else
@@ -339,9 +339,10 @@ else
 	TMPS+=("$IMG")
 	SHARE_ARGS=(-drive "file=$IMG,if=virtio,format=raw,cache=unsafe")
 fi
-# --s3: S3 in the ACPI tables (QEMU leaves it out by default), on either
-# machine's power management device, and a QMP socket for the waker (in
-# /tmp: a socket's path has at most 107 bytes).
+# --s3: S3 in the ACPI tables (said explicitly, on either machine's power
+# management device: the default has changed between QEMU's versions and
+# machine types), and a QMP socket for the waker (in /tmp: a socket's path
+# has at most 107 bytes).
 S3_ARGS=()
 if [ -n "$S3" ]; then
 	QMP_DIR=$(mktemp -d /tmp/vm-qmp.XXXXXX)
@@ -381,7 +382,9 @@ boot() {
 	make_disk
 	if [ -n "$S3" ]; then
 		rm -f "$QMP_DIR/qmp"
-		python3 "$ROOT/scripts/vm/qmp-wake.py" "$QMP_DIR/qmp" 2 2>>"$SHARE/qmp-wake.log" &
+		python3 "$ROOT/scripts/vm/qmp-wake.py" "$QMP_DIR/qmp" 2 \
+			>/dev/null 2>>"$SHARE/qmp-wake.log" </dev/null &
+		WAKER=$!
 	fi
 	# shellcheck disable=SC2086 # PT_QEMU_ARGS is a list of options
 	( timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
@@ -404,6 +407,12 @@ boot() {
 		sleep 2
 	done
 	wait "$job"
+	# The waker ends when QEMU closes its socket; not if QEMU never made it.
+	if [ -n "$WAKER" ]; then
+		kill "$WAKER" 2>/dev/null
+		wait "$WAKER" 2>/dev/null
+		WAKER=
+	fi
 	return "$(cat "$SHARE/.qemu.rc" 2>/dev/null || echo 1)"
 }
 
