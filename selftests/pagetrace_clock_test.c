@@ -450,6 +450,56 @@ static int pm_test_freeze(void)
 }
 
 /*
+ * Open a session and allocate a page (@pfn[0], in local_clock() window
+ * @t0[0], @t1[0]), then wait twice the flush period, so that the chunk
+ * with its event is closed before what the test does next.
+ */
+static void open_and_alloc(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(clock) *self, uint64_t *pfn,
+			   uint64_t *t0, uint64_t *t1)
+{
+	char flush[32] = "500";
+
+	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, self->dev);
+	ASSERT_EQ(0, gt_alloc(&pfn[0], &t0[0], &t1[0]));
+	read_small(FLUSH_MS, flush, sizeof(flush));
+	usleep((2 * atoi(flush) + 100) * 1000);
+}
+
+/*
+ * The allocations of @pfn[0] before a sleep and @pfn[1] after it, in @t:
+ * both found, in order, each in its local_clock() window (@t0, @t1), the
+ * one before in a chunk without PAGETRACE_CHUNK_CLOCK_LOCAL and the one
+ * after in a chunk with it exactly if the session left the TSC (@left).
+ */
+static void check_around_sleep(struct __test_metadata *_metadata,
+			       const struct pt_st_trace *t, const uint64_t *pfn,
+			       const uint64_t *t0, const uint64_t *t1, bool left)
+{
+	const struct pgtrace_event *e[2];
+
+	e[0] = find_alloc(t, pfn[0], t0[0]);
+	e[1] = find_alloc(t, pfn[1], t0[1]);
+	ASSERT_NE(NULL, e[0]) TH_LOG("pfn %" PRIu64 " before the sleep not in the trace", pfn[0]);
+	ASSERT_NE(NULL, e[1]) TH_LOG("pfn %" PRIu64 " after the sleep not in the trace", pfn[1]);
+	EXPECT_LT(e[0]->time_ns, e[1]->time_ns);
+	EXPECT_EQ(0, e[0]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL);
+	EXPECT_EQ(left, !!(e[1]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL))
+		TH_LOG("the chunk after the sleep %s the clock changed",
+		       left ? "does not say" : "says");
+	for (int i = 0; i < 2; i++) {
+		bool in = e[i]->time_ns + SLACK_NS + t->clock_error_ns >= t0[i] &&
+			  e[i]->time_ns <= t1[i] + t->clock_error_ns;
+
+		EXPECT_TRUE(in) TH_LOG("%s the sleep: pfn %" PRIu64 " at %" PRIu64
+				       ", window [%" PRIu64 ", %" PRIu64 "]",
+				       i ? "after" : "before", pfn[i], e[i]->time_ns,
+				       t0[i], t1[i]);
+	}
+}
+
+/*
  * A session on the TSC leaves it for local_clock() when the system is about
  * to sleep (module/clock.c): the TSC may restart across a suspend, and the
  * kernel re-bases local_clock() on resume, which a fixed TSC offset would
@@ -463,9 +513,8 @@ static int pm_test_freeze(void)
  */
 TEST_F(clock, sleep_leaves_the_tsc)
 {
-	char why[160], flush[32] = "500";
+	char why[160];
 	uint64_t pfn[2], t0[2], t1[2];
-	const struct pgtrace_event *e[2];
 	struct pt_st_trace t = { 0 };
 	int ret, said;
 
@@ -473,12 +522,7 @@ TEST_F(clock, sleep_leaves_the_tsc)
 		SKIP(return, "%s", why);
 	ASSERT_EQ(0, pt_st_gt_load());
 	ASSERT_EQ(0, pt_st_pin_cpu(0));
-	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, self->dev);
-	ASSERT_EQ(0, gt_alloc(&pfn[0], &t0[0], &t1[0]));
-	/* Twice the flush period: the chunk with it is closed before the notice. */
-	read_small(FLUSH_MS, flush, sizeof(flush));
-	usleep((2 * atoi(flush) + 100) * 1000);
+	open_and_alloc(_metadata, self, pfn, t0, t1);
 
 	said = kmsg_count(LEFT_TSC);
 	ret = pm_test_freeze();
@@ -490,22 +534,7 @@ TEST_F(clock, sleep_leaves_the_tsc)
 	ASSERT_EQ(0, gt_alloc(&pfn[1], &t0[1], &t1[1]));
 	ASSERT_EQ(0, pt_st_collect(self->dev, &t)) TH_LOG("%s", t.err);
 	ASSERT_EQ(PAGETRACE_CLOCK_TSC, t.hdr.flags & PAGETRACE_CLOCK_MASK);
-	e[0] = find_alloc(&t, pfn[0], t0[0]);
-	e[1] = find_alloc(&t, pfn[1], t0[1]);
-	ASSERT_NE(NULL, e[0]) TH_LOG("pfn %" PRIu64 " before the suspend not in the trace", pfn[0]);
-	ASSERT_NE(NULL, e[1]) TH_LOG("pfn %" PRIu64 " after the suspend not in the trace", pfn[1]);
-	EXPECT_EQ(0, e[0]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL);
-	EXPECT_NE(0, e[1]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL)
-		TH_LOG("the chunk after the suspend does not say the clock changed");
-	for (int i = 0; i < 2; i++) {
-		bool in = e[i]->time_ns + SLACK_NS + t.clock_error_ns >= t0[i] &&
-			  e[i]->time_ns <= t1[i] + t.clock_error_ns;
-
-		EXPECT_TRUE(in) TH_LOG("%s the suspend: pfn %" PRIu64 " at %" PRIu64
-				       ", window [%" PRIu64 ", %" PRIu64 "]",
-				       i ? "after" : "before", pfn[i], e[i]->time_ns,
-				       t0[i], t1[i]);
-	}
+	check_around_sleep(_metadata, &t, pfn, t0, t1, true);
 	pt_st_trace_free(&t);
 }
 
@@ -592,9 +621,8 @@ static int suspend_to_ram(void)
 static void check_suspend_to_ram(struct __test_metadata *_metadata,
 				 FIXTURE_DATA(clock) *self, const char *clock_param)
 {
-	char why[160], flush[32] = "500";
+	char why[160];
 	uint64_t pfn[2], t0[2], t1[2], tsc[2];
-	const struct pgtrace_event *e[2];
 	struct pt_st_trace t = { 0 };
 	int ret, said, woke;
 	unsigned int clock;
@@ -607,12 +635,7 @@ static void check_suspend_to_ram(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, pt_st_gt_load());
 	ASSERT_EQ(0, pt_st_pin_cpu(0));
 	ASSERT_EQ(clock, session_clock()) TH_LOG("clock=%s should be %u", clock_param, clock);
-	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, self->dev);
-	ASSERT_EQ(0, gt_alloc(&pfn[0], &t0[0], &t1[0]));
-	/* Twice the flush period: the chunk with it is closed before the sleep. */
-	read_small(FLUSH_MS, flush, sizeof(flush));
-	usleep((2 * atoi(flush) + 100) * 1000);
+	open_and_alloc(_metadata, self, pfn, t0, t1);
 
 	said = kmsg_count(LEFT_TSC);
 	woke = kmsg_count(S3_WAKE);
@@ -629,27 +652,7 @@ static void check_suspend_to_ram(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, gt_alloc(&pfn[1], &t0[1], &t1[1]));
 	ASSERT_EQ(0, pt_st_collect(self->dev, &t)) TH_LOG("the trace does not decode: %s", t.err);
 	ASSERT_EQ(clock, t.hdr.flags & PAGETRACE_CLOCK_MASK);
-	e[0] = find_alloc(&t, pfn[0], t0[0]);
-	e[1] = find_alloc(&t, pfn[1], t0[1]);
-	ASSERT_NE(NULL, e[0]) TH_LOG("pfn %" PRIu64 " before the sleep not in the trace", pfn[0]);
-	ASSERT_NE(NULL, e[1]) TH_LOG("pfn %" PRIu64 " after the sleep not in the trace", pfn[1]);
-	EXPECT_LT(e[0]->time_ns, e[1]->time_ns);
-	EXPECT_EQ(0, e[0]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL);
-	if (clock == PAGETRACE_CLOCK_TSC) {
-		EXPECT_NE(0, e[1]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL)
-			TH_LOG("the chunk after the sleep does not say the clock changed");
-	} else {
-		EXPECT_EQ(0, e[1]->chunk_flags & PAGETRACE_CHUNK_CLOCK_LOCAL);
-	}
-	for (int i = 0; i < 2; i++) {
-		bool in = e[i]->time_ns + SLACK_NS + t.clock_error_ns >= t0[i] &&
-			  e[i]->time_ns <= t1[i] + t.clock_error_ns;
-
-		EXPECT_TRUE(in) TH_LOG("%s the sleep: pfn %" PRIu64 " at %" PRIu64
-				       ", window [%" PRIu64 ", %" PRIu64 "]",
-				       i ? "after" : "before", pfn[i], e[i]->time_ns,
-				       t0[i], t1[i]);
-	}
+	check_around_sleep(_metadata, &t, pfn, t0, t1, clock == PAGETRACE_CLOCK_TSC);
 	pt_st_trace_free(&t);
 }
 
