@@ -9,7 +9,7 @@ waits for the guest's SUSPEND events and answers each, DELAY_S seconds
 --s3 that writes "mem" to /sys/power/state comes back as from a real
 sleep.  The RTC alarm (rtcwake) would be the guest's own way, but
 QEMU's guests were not woken by it here.  Exits when QEMU closes the
-socket; prints one line per suspend and wakeup on stderr.
+socket; prints one line on stderr per suspend it answers.
 """
 import json
 import socket
