@@ -233,7 +233,7 @@ int pt_filter_setup(struct pt_filter *f)
 	f->types = pt_types;
 	f->orders = pt_orders;
 	f->all_nodes = pt_all_nodes;
-	f->nodes = pt_nodes;
+	f->fast.nodes = pt_nodes;
 	if (pt_cgroup_path[0]) {
 		cgrp = cgroup_get_from_path(pt_cgroup_path);
 		if (IS_ERR(cgrp))
@@ -243,13 +243,13 @@ int pt_filter_setup(struct pt_filter *f)
 	kernel_param_unlock(THIS_MODULE);
 	if (IS_ERR(cgrp))
 		return PTR_ERR(cgrp);
-	f->cgrp = cgrp;
+	f->fast.cgrp = cgrp;
 	for (type = PAGETRACE_EV_ALLOC; type <= PAGETRACE_EV_RECLAIM; type++)
 		f->keep_several[type] = f->types & BIT(type) ? f->orders : 0;
 	f->tests = (f->types != PT_ALL_TYPES || f->orders != U64_MAX ?
 		    PT_FILTER_ORDERS : 0) |
 		   (f->all_nodes ? 0 : PT_FILTER_NODES) |
-		   (f->cgrp ? PT_FILTER_CGROUP : 0);
+		   (f->fast.cgrp ? PT_FILTER_CGROUP : 0);
 	f->active = f->tests;
 	/*
 	 * A filter of one kind makes its test alone; several kinds start
@@ -264,24 +264,29 @@ int pt_filter_setup(struct pt_filter *f)
 		f->kind = PT_FILTER_FIRST_CGROUP;
 		break;
 	case PT_FILTER_ORDERS:
-		memcpy(f->keep, f->keep_several, sizeof(f->keep));
-		fallthrough;
-	default:
+		memcpy(f->fast.keep, f->keep_several, sizeof(f->fast.keep));
 		f->kind = PT_FILTER_FIRST_ORDERS;
+		break;
+	case 0:
+		f->kind = PT_FILTER_NONE;
+		break;
+	default:
+		f->kind = PT_FILTER_FIRST_SEVERAL;
+		f->fast.several = f;
 	}
 	return 0;
 }
 
 void pt_filter_release(struct pt_filter *f)
 {
-	if (f->cgrp)
-		cgroup_put(f->cgrp);
-	f->cgrp = NULL;
+	if (f->fast.cgrp)
+		cgroup_put(f->fast.cgrp);
+	f->fast.cgrp = NULL;
 }
 
 bool pt_filter_keeps_node(const struct pt_filter *f, int nid)
 {
-	return f->all_nodes || node_isset(nid, f->nodes);
+	return f->all_nodes || node_isset(nid, f->fast.nodes);
 }
 
 /* The header record. */
@@ -301,6 +306,6 @@ void pt_filter_record(const struct pt_filter *f,
 	}
 	for (nid = 0; nid < ARRAY_SIZE(rec->nodes); nid++)
 		rec->nodes[nid] = pt_le64(rec->nodes[nid]);
-	if (f->cgrp)
-		rec->cgroup_id = pt_le64(cgroup_id(f->cgrp));
+	if (f->fast.cgrp)
+		rec->cgroup_id = pt_le64(cgroup_id(f->fast.cgrp));
 }

@@ -23,7 +23,7 @@
 
 struct pagetrace_rec_filter;
 
-/* Event types index pt_filter.keep[] through this mask. */
+/* Event types index pt_filter_fast.keep[] through this mask. */
 #define PT_FILTER_TYPE_MASK	3
 static_assert(PAGETRACE_EV_RECLAIM <= PT_FILTER_TYPE_MASK);
 
@@ -33,46 +33,69 @@ static_assert(PAGETRACE_EV_RECLAIM <= PT_FILTER_TYPE_MASK);
 #define PT_FILTER_CGROUP	BIT(2)	/* only tasks of @cgrp and below */
 
 /*
- * pt_filter.kind: which test pt_filter_keeps() makes first.  Numbered so
- * that one compare with PT_FILTER_FIRST_CGROUP tells the three apart
- * (below, equal, above).  Filters of several kinds start with the order
- * test, whose table is then empty so that every event goes on to them.
+ * pt_filter.kind: which test pt_filter_keeps() makes first, 0 for no
+ * filter.  Numbered so that one compare with PT_FILTER_FIRST_CGROUP picks
+ * it (below: nodes, equal: cgroup, above: orders).  Filters of several
+ * kinds are above too: they start with the order test on an empty table,
+ * which sends every event on to the rest.  Copied into each CPU's writer
+ * (pt_cpu.filter), in a cache line the fast path reads anyway, so that
+ * the compare is one instruction on memory the event touches.
  */
 enum pt_filter_kind {
-	PT_FILTER_FIRST_NODES = 1,
+	PT_FILTER_NONE,
+	PT_FILTER_FIRST_NODES,
 	PT_FILTER_FIRST_CGROUP,
 	PT_FILTER_FIRST_ORDERS,
+	PT_FILTER_FIRST_SEVERAL,
+};
+
+struct pt_filter;
+
+/**
+ * struct pt_filter_fast - what pt_filter_keeps() reads
+ * @keep: per event type, BIT_ULL(order) of the orders kept, or 0 for a
+ *	  type left out; one load decides both.  All 0 with filters of
+ *	  several kinds, which go on to pt_filter_keeps_several().
+ * @cgrp: only events of tasks in this cgroup or below it, or NULL; the
+ *	  session holds a reference (pt_filter_release())
+ * @several: the whole filter if it is of several kinds, else NULL
+ * @nodes: the nodes kept
+ *
+ * The session's copy is in struct pt_filter; each CPU's writer has one of
+ * its own (pt_cpu.filter_fast), made before the probes are attached and
+ * read-only while they are, so that a test loads its table from the
+ * writer's own lines instead of through the session pointer.  @keep and
+ * @cgrp come first, in one cache line.
+ */
+struct pt_filter_fast {
+	u64			keep[PT_FILTER_TYPE_MASK + 1];
+	struct cgroup		*cgrp;
+	const struct pt_filter	*several;
+	nodemask_t		nodes;
 };
 
 /**
  * struct pt_filter - which events a session keeps
- * @keep: per event type, BIT_ULL(order) of the orders kept: @orders, or 0
- *	  for a type left out; one load decides both.  All 0 with filters of
- *	  several kinds, which go to pt_filter_keeps_several().
- * @kind: enum pt_filter_kind: the test to make first; one load picks it
+ * @fast: what the hot path reads; its @keep is for a filter of types and
+ *	  orders alone
+ * @kind: enum pt_filter_kind: the test to make first
  * @tests: PT_FILTER_*: the tests to make
- * @keep_several: @keep for filters of several kinds
  * @active: any of the rest leaves something out
- * @all_nodes: every node kept, @nodes not looked at
+ * @all_nodes: every node kept, @fast.nodes not looked at
  * @types: BIT(PAGETRACE_EV_*) of the types kept
- * @cgrp: only events of tasks in this cgroup or below it, or NULL; the
- *	  session holds a reference
  * @orders: BIT_ULL(order) of the orders kept
- * @nodes: the nodes kept
+ * @keep_several: @fast.keep for filters of several kinds
  *
- * Set up before the probes are attached, read-only while they are.  What
- * the hot path reads comes first, in one cache line.
+ * Set up before the probes are attached, read-only while they are.
  */
 struct pt_filter {
-	u64		keep[PT_FILTER_TYPE_MASK + 1];
+	struct pt_filter_fast	fast;
 	u8		kind;
 	u8		tests;
 	bool		active;
 	bool		all_nodes;
 	u8		types;
-	struct cgroup	*cgrp;
 	u64		orders;
-	nodemask_t	nodes;
 	u64		keep_several[PT_FILTER_TYPE_MASK + 1];
 };
 
@@ -107,10 +130,10 @@ static __always_inline bool pt_filter_keeps_order(const u64 *keep,
  * added since; the page's flags are in a line the allocator has just
  * touched.
  */
-static __always_inline bool pt_filter_keeps_page(const struct pt_filter *f,
+static __always_inline bool pt_filter_keeps_page(const struct pt_filter_fast *ff,
 						 unsigned long pfn)
 {
-	return node_isset(page_to_nid(pfn_to_page(pfn)), f->nodes);
+	return node_isset(page_to_nid(pfn_to_page(pfn)), ff->nodes);
 }
 
 /*
@@ -133,7 +156,7 @@ static __always_inline bool pt_filter_keeps_page(const struct pt_filter *f,
  * cgroups are freed only after a grace period.  Task context only: an
  * interrupt's task is whoever it interrupted.
  */
-static __always_inline bool pt_filter_keeps_task(const struct pt_filter *f)
+static __always_inline bool pt_filter_keeps_task(const struct pt_filter_fast *ff)
 {
 	struct cgroup *cgrp;
 
@@ -142,7 +165,7 @@ static __always_inline bool pt_filter_keeps_task(const struct pt_filter *f)
 	if (!in_task())
 		return false;
 	cgrp = task_dfl_cgroup(current);
-	return likely(cgrp == f->cgrp) || cgroup_is_descendant(cgrp, f->cgrp);
+	return likely(cgrp == ff->cgrp) || cgroup_is_descendant(cgrp, ff->cgrp);
 }
 
 /* Filters of several kinds: each test, the cheapest first. */
@@ -159,53 +182,57 @@ static __always_inline bool pt_filter_keeps_several(const struct pt_filter *f,
 	OPTIMIZER_HIDE_VAR(type);
 	OPTIMIZER_HIDE_VAR(npages);
 	return pt_filter_keeps_order(f->keep_several, type, npages) &&
-	       (!(f->tests & PT_FILTER_NODES) || pt_filter_keeps_page(f, pfn)) &&
-	       (!(f->tests & PT_FILTER_CGROUP) || pt_filter_keeps_task(f));
+	       (!(f->tests & PT_FILTER_NODES) ||
+		pt_filter_keeps_page(&f->fast, pfn)) &&
+	       (!(f->tests & PT_FILTER_CGROUP) ||
+		pt_filter_keeps_task(&f->fast));
 }
 
 /**
  * pt_filter_keeps - whether the session records an event
- * @f: the session's filter, active
+ * @ff: this CPU's copy of the session's filter
+ * @kind: its enum pt_filter_kind, not PT_FILTER_NONE
  * @type: PAGETRACE_EV_ALLOC, _FREE or _RECLAIM
  * @pfn: its first page
  * @npages: its pages, at least 1
  *
- * Called from the hot path, interrupts off, in any context.  One load of
- * @f->kind and one compare pick the test of a filter of one kind, the
- * usual case, which is then made alone: counted in pt_emit() on 7.3
- * (objdump, from the load of the session pointer to the branch back), a
- * type and order filter costs 12 instructions to keep an event (15 to
- * drop one, to the filtered counter), a node filter 12, a cgroup filter
- * 13 for a task in its own cgroup.  Filters of
- * several kinds fail the order test on an empty table and make each test
- * they need.  Nothing that takes a lock, allocates or calls out.
+ * Called from the hot path, interrupts off, in any context.  One compare
+ * of @kind, which the caller keeps in the writer's first cache line,
+ * picks the test of a filter of one kind, the usual case, which is then
+ * made alone on the writer's own copy of its table: counted in pt_emit()
+ * on 7.3 (objdump, from the fast path's branch into the filter to the
+ * branch back), a type and order filter costs 10 instructions to keep an
+ * event (13 to drop one, to the filtered counter), a node filter 10, a
+ * cgroup filter 11 for a task in its own cgroup: two fewer each than
+ * through the session pointer and a kind in the session.  Filters of several kinds fail the
+ * order test on an empty table and make each test they need.  Nothing
+ * that takes a lock, allocates or calls out.
  *
  * Return: true to record the event, false to count it as filtered.
  */
-static __always_inline bool pt_filter_keeps(const struct pt_filter *f,
+static __always_inline bool pt_filter_keeps(const struct pt_filter_fast *ff,
+					    u8 kind,
 					    unsigned int type,
 					    unsigned long pfn,
 					    unsigned long npages)
 {
-	unsigned int kind = f->kind;
-
 	/*
 	 * One compare of @kind with PT_FILTER_FIRST_CGROUP, then its flags.
 	 * The ifs, not returns of the tests: they compile to bare branches.
 	 */
 	if (kind == PT_FILTER_FIRST_CGROUP) {
-		if (pt_filter_keeps_task(f))
+		if (pt_filter_keeps_task(ff))
 			return true;
 		return false;
 	}
 	if (kind > PT_FILTER_FIRST_CGROUP) {
-		if (pt_filter_keeps_order(f->keep, type, npages))
+		if (pt_filter_keeps_order(ff->keep, type, npages))
 			return true;
-		if (likely(f->tests == PT_FILTER_ORDERS))
+		if (likely(!ff->several))
 			return false;
-		return pt_filter_keeps_several(f, type, pfn, npages);
+		return pt_filter_keeps_several(ff->several, type, pfn, npages);
 	}
-	if (likely(pt_filter_keeps_page(f, pfn)))
+	if (likely(pt_filter_keeps_page(ff, pfn)))
 		return true;
 	return false;
 }

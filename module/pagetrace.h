@@ -144,6 +144,7 @@ struct pt_cpu {
 	u32			cap;		/* words that fit */
 	u8			checks;		/* PT_CHECK_*: per-event tests */
 	bool			busy;		/* writer state being changed */
+	u8			filter;		/* its kind, see filter.h */
 	u64			base;		/* time base of the last sync */
 	u64			seq;		/* seq of the next chunk to close */
 	u64			lost;		/* dropped since the last close */
@@ -175,6 +176,8 @@ struct pt_cpu {
 	unsigned int		cpu;
 	struct irq_work		wake;		/* wakes the reader, see pt_wake */
 	struct pt_session	*sess;
+	/* The session's filter, tested on this CPU's lines (filter.h) */
+	struct pt_filter_fast	filter_fast ____cacheline_aligned_in_smp;
 };
 
 /**

@@ -26,6 +26,7 @@
 #include <linux/cpumask.h>
 #include <linux/irq_work.h>
 #include <linux/kprobes.h>
+#include <linux/mmdebug.h>
 #include <linux/percpu.h>
 #include <linux/preempt.h>
 #include <linux/rcupdate.h>
@@ -298,12 +299,15 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
  * sanitizer (CONFIG_UBSAN_BOUNDS, on in Debian's 7.x kernels) checks an
  * array index at every use, and the call to its report would cost the
  * fast path its registers saved and restored (~10 instructions an event).
+ * The range is asserted instead where the kernel checks its own (and
+ * pays for it): CONFIG_DEBUG_VM, as the debug kernel of make check has.
  */
 static __always_inline void pt_count_pages(struct pt_cpu *c, unsigned int type,
 					   unsigned long npages)
 {
 	u64 *pages = c->pages;
 
+	VM_WARN_ON_ONCE(type - 1 >= ARRAY_SIZE(c->pages));
 	pages[(unsigned long)type - 1] += npages;
 }
 
@@ -506,6 +510,8 @@ void pt_writers_publish(struct pt_session *sess)
 
 		c->checks = (sess->filter.active ? PT_CHECK_FILTER : 0) |
 			    (c->stacks ? PT_CHECK_SAMPLE : 0);
+		c->filter = sess->filter.kind;
+		c->filter_fast = sess->filter.fast;
 		/* Release: the writer state above before the pointer. */
 		smp_store_release(per_cpu_ptr(&pt_writer, cpu), c);
 	}
@@ -566,7 +572,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	 * takes only events the filter keeps.
 	 */
 	if (unlikely(c->checks & PT_CHECK_FILTER) &&
-	    !pt_filter_keeps(&c->sess->filter, type, pfn, npages)) {
+	    !pt_filter_keeps(&c->filter_fast, c->filter, type, pfn, npages)) {
 		c->stats.filtered++;
 		goto done;
 	}
