@@ -23,10 +23,10 @@
  * so that one CPU's timestamps never go backwards within its stream.
  */
 #include <asm/local.h>
+#include <linux/bug.h>
 #include <linux/cpumask.h>
 #include <linux/irq_work.h>
 #include <linux/kprobes.h>
-#include <linux/mmdebug.h>
 #include <linux/percpu.h>
 #include <linux/preempt.h>
 #include <linux/rcupdate.h>
@@ -299,15 +299,15 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
  * sanitizer (CONFIG_UBSAN_BOUNDS, on in Debian's 7.x kernels) checks an
  * array index at every use, and the call to its report would cost the
  * fast path its registers saved and restored (~10 instructions an event).
- * The range is asserted instead where the kernel checks its own (and
- * pays for it): CONFIG_DEBUG_VM, as the debug kernel of make check has.
+ * The range is checked instead at pt_emit()'s entry on kernels that pay
+ * for their own such checks (CONFIG_DEBUG_VM, as make check's debug
+ * kernel); pt_emit_alloc() passes a constant.
  */
 static __always_inline void pt_count_pages(struct pt_cpu *c, unsigned int type,
 					   unsigned long npages)
 {
 	u64 *pages = c->pages;
 
-	VM_WARN_ON_ONCE(type - 1 >= ARRAY_SIZE(c->pages));
 	pages[(unsigned long)type - 1] += npages;
 }
 
@@ -636,6 +636,10 @@ static noinline void notrace pt_emit_local(unsigned int type,
  */
 void notrace pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
 {
+	/* A bad type would count its pages outside pt_cpu.pages[]. */
+	if (IS_ENABLED(CONFIG_DEBUG_VM) &&
+	    WARN_ON_ONCE(type - 1 >= PAGETRACE_EV_RECLAIM))
+		return;
 	if (pt_clock_is_tsc())
 		pt_emit_event(type, pfn, npages, NULL, true);
 	else
