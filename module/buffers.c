@@ -24,6 +24,7 @@
  */
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
+#include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/uaccess.h>
@@ -43,7 +44,8 @@ int pt_buffers_alloc(struct pt_session *sess)
 {
 	unsigned int cpu;
 
-	sess->cpus = kcalloc(nr_cpu_ids, sizeof(*sess->cpus), GFP_KERNEL);
+	/* 768 bytes a CPU on Debian's kernels: may be too many for kmalloc. */
+	sess->cpus = kvcalloc(nr_cpu_ids, sizeof(*sess->cpus), GFP_KERNEL);
 	sess->flushed_seq = kcalloc(nr_cpu_ids, sizeof(*sess->flushed_seq),
 				    GFP_KERNEL);
 	if (!sess->cpus || !sess->flushed_seq) {
@@ -81,7 +83,7 @@ void pt_buffers_free(struct pt_session *sess)
 		irq_work_sync(&sess->cpus[cpu].wake);
 		vfree(sess->cpus[cpu].bufs);
 	}
-	kfree(sess->cpus);
+	kvfree(sess->cpus);
 	sess->cpus = NULL;
 }
 

@@ -38,7 +38,7 @@ static_assert(PAGETRACE_EV_RECLAIM <= PT_FILTER_TYPE_MASK);
  * it (below: nodes, equal: cgroup, above: orders).  Filters of several
  * kinds are above too: they start with the order test on an empty table,
  * which sends every event on to the rest.  Copied into each CPU's writer
- * (pt_cpu.filter), in a cache line the fast path reads anyway, so that
+ * (pt_cpu.filter_kind), in a cache line the fast path reads anyway, so that
  * the compare is one instruction on memory the event touches.
  */
 enum pt_filter_kind {
@@ -61,11 +61,12 @@ struct pt_filter;
  * @several: the whole filter if it is of several kinds, else NULL
  * @nodes: the nodes kept
  *
- * The session's copy is in struct pt_filter; each CPU's writer has one of
- * its own (pt_cpu.filter_fast), made before the probes are attached and
- * read-only while they are, so that a test loads its table from the
- * writer's own lines instead of through the session pointer.  @keep and
- * @cgrp come first, in one cache line.
+ * struct pt_filter holds the session's; each CPU's writer has a copy
+ * (pt_cpu.filter_fast), so that a test reads the writer's own lines
+ * instead of going through the session pointer.  pt_writers_publish()
+ * makes the copy before it releases the writer pointer to the probes;
+ * it is read-only from then until pt_writers_clear() and the grace period
+ * after it.  @keep and @cgrp come first, in one cache line.
  */
 struct pt_filter_fast {
 	u64			keep[PT_FILTER_TYPE_MASK + 1];
@@ -76,7 +77,8 @@ struct pt_filter_fast {
 
 /**
  * struct pt_filter - which events a session keeps
- * @fast: what the hot path reads; its @keep is for a filter of types and
+ * @fast: what pt_filter_keeps() reads, copied into each CPU's writer by
+ *	  pt_writers_publish(); its @keep is set for a filter of types and
  *	  orders alone
  * @kind: enum pt_filter_kind: the test to make first
  * @tests: PT_FILTER_*: the tests to make
@@ -89,7 +91,7 @@ struct pt_filter_fast {
  * Set up before the probes are attached, read-only while they are.
  */
 struct pt_filter {
-	struct pt_filter_fast	fast;
+	struct pt_filter_fast fast;
 	u8		kind;
 	u8		tests;
 	bool		active;
@@ -130,8 +132,8 @@ static __always_inline bool pt_filter_keeps_order(const u64 *keep,
  * added since; the page's flags are in a line the allocator has just
  * touched.
  */
-static __always_inline bool pt_filter_keeps_page(const struct pt_filter_fast *ff,
-						 unsigned long pfn)
+static __always_inline bool
+pt_filter_keeps_page(const struct pt_filter_fast *ff, unsigned long pfn)
 {
 	return node_isset(page_to_nid(pfn_to_page(pfn)), ff->nodes);
 }
@@ -156,7 +158,8 @@ static __always_inline bool pt_filter_keeps_page(const struct pt_filter_fast *ff
  * cgroups are freed only after a grace period.  Task context only: an
  * interrupt's task is whoever it interrupted.
  */
-static __always_inline bool pt_filter_keeps_task(const struct pt_filter_fast *ff)
+static __always_inline bool
+pt_filter_keeps_task(const struct pt_filter_fast *ff)
 {
 	struct cgroup *cgrp;
 
@@ -168,12 +171,16 @@ static __always_inline bool pt_filter_keeps_task(const struct pt_filter_fast *ff
 	return likely(cgrp == ff->cgrp) || cgroup_is_descendant(cgrp, ff->cgrp);
 }
 
-/* Filters of several kinds: each test, the cheapest first. */
-static __always_inline bool pt_filter_keeps_several(const struct pt_filter *f,
-						    unsigned int type,
-						    unsigned long pfn,
-						    unsigned long npages)
+/*
+ * Filters of several kinds: each test, the cheapest first; the session's
+ * filter (@ff->several) for which tests, this CPU's copy for their data.
+ */
+static __always_inline bool
+pt_filter_keeps_several(const struct pt_filter_fast *ff, unsigned int type,
+			unsigned long pfn, unsigned long npages)
 {
+	const struct pt_filter *f = ff->several;
+
 	/*
 	 * Hidden, so that the compiler computes the order here again rather
 	 * than keep parts of it from the first order test, which would cost
@@ -182,10 +189,8 @@ static __always_inline bool pt_filter_keeps_several(const struct pt_filter *f,
 	OPTIMIZER_HIDE_VAR(type);
 	OPTIMIZER_HIDE_VAR(npages);
 	return pt_filter_keeps_order(f->keep_several, type, npages) &&
-	       (!(f->tests & PT_FILTER_NODES) ||
-		pt_filter_keeps_page(&f->fast, pfn)) &&
-	       (!(f->tests & PT_FILTER_CGROUP) ||
-		pt_filter_keeps_task(&f->fast));
+	       (!(f->tests & PT_FILTER_NODES) || pt_filter_keeps_page(ff, pfn)) &&
+	       (!(f->tests & PT_FILTER_CGROUP) || pt_filter_keeps_task(ff));
 }
 
 /**
@@ -203,10 +208,11 @@ static __always_inline bool pt_filter_keeps_several(const struct pt_filter *f,
  * on 7.3 (objdump, from the fast path's branch into the filter to the
  * branch back), a type and order filter costs 10 instructions to keep an
  * event (13 to drop one, to the filtered counter), a node filter 10, a
- * cgroup filter 11 for a task in its own cgroup: two fewer each than
- * through the session pointer and a kind in the session.  Filters of several kinds fail the
- * order test on an empty table and make each test they need.  Nothing
- * that takes a lock, allocates or calls out.
+ * cgroup filter 11 for a task in its own cgroup.  Filters of several
+ * kinds fail the order test on an empty table and make each test they
+ * need.  Nothing that takes a lock, allocates or calls out.  @kind is a
+ * u8, as pt_cpu keeps it, so that the compiler compares it in memory
+ * (one cmpb) rather than loading and widening it first.
  *
  * Return: true to record the event, false to count it as filtered.
  */
@@ -230,7 +236,7 @@ static __always_inline bool pt_filter_keeps(const struct pt_filter_fast *ff,
 			return true;
 		if (likely(!ff->several))
 			return false;
-		return pt_filter_keeps_several(ff->several, type, pfn, npages);
+		return pt_filter_keeps_several(ff, type, pfn, npages);
 	}
 	if (likely(pt_filter_keeps_page(ff, pfn)))
 		return true;

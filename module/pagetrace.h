@@ -107,7 +107,9 @@ struct pt_origin {
  *    CPU with interrupts disabled (pt_emit() and the flush, mode and
  *    clock IPIs), or, while the CPU is offline and so cannot run a
  *    writer, by a flusher holding sess->flush_lock and cpus_read_lock().
- *    No lock.
+ *    No lock.  Before the writer pointer is released to the probes,
+ *    pt_writers_publish() sets @checks and @filter_kind from the session
+ *    (and @filter_fast), which no one changes until the session ends.
  *    Interrupts off do not keep out an NMI, and since 6.15 an NMI may
  *    allocate and free pages (alloc_pages_nolock()); nor do they keep out
  *    a kprobe (or BPF program) on a function the writer calls that
@@ -144,7 +146,7 @@ struct pt_cpu {
 	u32			cap;		/* words that fit */
 	u8			checks;		/* PT_CHECK_*: per-event tests */
 	bool			busy;		/* writer state being changed */
-	u8			filter;		/* its kind, see filter.h */
+	u8			filter_kind;	/* enum pt_filter_kind */
 	u64			base;		/* time base of the last sync */
 	u64			seq;		/* seq of the next chunk to close */
 	u64			lost;		/* dropped since the last close */

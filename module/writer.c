@@ -510,7 +510,7 @@ void pt_writers_publish(struct pt_session *sess)
 
 		c->checks = (sess->filter.active ? PT_CHECK_FILTER : 0) |
 			    (c->stacks ? PT_CHECK_SAMPLE : 0);
-		c->filter = sess->filter.kind;
+		c->filter_kind = sess->filter.kind;
 		c->filter_fast = sess->filter.fast;
 		/* Release: the writer state above before the pointer. */
 		smp_store_release(per_cpu_ptr(&pt_writer, cpu), c);
@@ -572,7 +572,8 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	 * takes only events the filter keeps.
 	 */
 	if (unlikely(c->checks & PT_CHECK_FILTER) &&
-	    !pt_filter_keeps(&c->filter_fast, c->filter, type, pfn, npages)) {
+	    !pt_filter_keeps(&c->filter_fast, c->filter_kind, type, pfn,
+			     npages)) {
 		c->stats.filtered++;
 		goto done;
 	}

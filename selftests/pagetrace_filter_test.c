@@ -7,7 +7,8 @@
  *  - orders: filter_orders=3 keeps pagetrace_gt's order-3 block, not its
  *    order-0 page, and no event of another order.
  *  - nodes: filter_nodes=1 keeps only pages of node 1 (the VM has two),
- *    in the events and in the snapshot.
+ *    in the events and in the snapshot; with filter_types=free as well,
+ *    only their frees (two kinds of filter at once).
  *  - cgroup: filter_cgroup=/pt_filter keeps exactly the events of the
  *    process in that cgroup: every event's task record is its tgid, and
  *    the pages it faulted in are there; the same for a process in a
@@ -307,48 +308,60 @@ static void check_node(const struct raw_event *e, void *arg)
 	bad(t, e, "a page outside node 1");
 }
 
-TEST_F(flt, nodes)
+/* Node 1's zones, from the header's zone records. */
+static void node1_zones(FIXTURE_DATA(flt) *self, struct tally *t)
 {
-	const struct pagetrace_rec_filter *f;
-	unsigned long node0 = 1UL << 0, node1 = 1UL << 1;
-	struct tally t = { 0 };
-	uint32_t size;
+	const struct pagetrace_header *h = self->stream;
 	size_t off;
 
-	if (access("/sys/devices/system/node/node1", F_OK))
-		SKIP(return, "one NUMA node: boot the VM with --numa 2");
-	ASSERT_EQ(0, pt_st_set_param("filter_nodes", "1"));
-	ASSERT_EQ(0, start(self));
-	/* Allocations from both nodes (node 1 may have no CPU of its own). */
-	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &node1, 8 * sizeof(node1)))
-		TH_LOG("set_mempolicy: %s", strerror(errno));
-	touch(256);
-	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_BIND, &node0, 8 * sizeof(node0)));
-	touch(256);
-	ASSERT_EQ(0, syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0));
-	finish(_metadata, self);
+	for (off = sizeof(*h); off + sizeof(struct pagetrace_record) <= h->header_size;) {
+		const struct pagetrace_record *rec =
+			(const void *)((const char *)self->stream + off);
 
-	/* Node 1's zones, from the header's zone records. */
-	for (off = 0;;) {
-		const struct pagetrace_header *h = self->stream;
-		const struct pagetrace_record *rec;
-
-		off = off ? off : sizeof(*h);
-		if (off + sizeof(*rec) > h->header_size)
-			break;
-		rec = (const void *)((const char *)self->stream + off);
 		if (rec->type == PAGETRACE_REC_END)
 			break;
 		if (rec->type == PAGETRACE_REC_ZONE) {
 			const struct pagetrace_rec_zone *z = (const void *)(rec + 1);
 
-			if (z->node == 1 && t.nr_node_zones < 8) {
-				t.node_start[t.nr_node_zones] = z->start_pfn;
-				t.node_end[t.nr_node_zones++] = z->end_pfn;
+			if (z->node == 1 && t->nr_node_zones < 8) {
+				t->node_start[t->nr_node_zones] = z->start_pfn;
+				t->node_end[t->nr_node_zones++] = z->end_pfn;
 			}
 		}
 		off += sizeof(*rec) + ((rec->size + 7) & ~7U);
 	}
+}
+
+/* 256 pages touched on node 1, then 256 on node 0; 0 or -errno. */
+static int touch_both_nodes(void)
+{
+	unsigned long node0 = 1UL << 0, node1 = 1UL << 1;
+	int ret = 0;
+
+	/* Node 1 may have no CPU of its own: a policy, not the CPU, picks it. */
+	if (syscall(SYS_set_mempolicy, MPOL_BIND, &node1, 8 * sizeof(node1)))
+		return -errno;
+	touch(256);
+	if (syscall(SYS_set_mempolicy, MPOL_BIND, &node0, 8 * sizeof(node0)))
+		ret = -errno;
+	else
+		touch(256);
+	syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0);
+	return ret;
+}
+
+TEST_F(flt, nodes)
+{
+	const struct pagetrace_rec_filter *f;
+	struct tally t = { 0 };
+
+	if (access("/sys/devices/system/node/node1", F_OK))
+		SKIP(return, "one NUMA node: boot the VM with --numa 2");
+	ASSERT_EQ(0, pt_st_set_param("filter_nodes", "1"));
+	ASSERT_EQ(0, start(self));
+	ASSERT_EQ(0, touch_both_nodes());
+	finish(_metadata, self);
+	node1_zones(self, &t);
 	ASSERT_LT(0, t.nr_node_zones);
 	ASSERT_EQ(0, raw_walk(self->stream, self->len, check_node, &t));
 	TH_LOG("%" PRIu64 " events on node 1 (%" PRIu64 " in the snapshot)",
@@ -361,7 +374,47 @@ TEST_F(flt, nodes)
 	f = rec_filter(self);
 	ASSERT_NE(NULL, f);
 	EXPECT_EQ(2, f->nodes[0]);
-	(void)size;
+}
+
+static void check_node_free(const struct raw_event *e, void *arg)
+{
+	struct tally *t = arg;
+
+	if (!e->snapshot && e->type != PAGETRACE_EV_FREE)
+		bad(t, e, "an event of another type");
+	check_node(e, arg);
+}
+
+/*
+ * A node filter with a type filter (two kinds at once, which take the
+ * module's path for several kinds): only frees, only of node 1's pages;
+ * the snapshot, which the node filter alone applies to, only node 1's.
+ */
+TEST_F(flt, nodes_and_types)
+{
+	const struct pagetrace_rec_filter *f;
+	struct tally t = { 0 };
+
+	if (access("/sys/devices/system/node/node1", F_OK))
+		SKIP(return, "one NUMA node: boot the VM with --numa 2");
+	ASSERT_EQ(0, pt_st_set_param("filter_nodes", "1"));
+	ASSERT_EQ(0, pt_st_set_param("filter_types", "free"));
+	ASSERT_EQ(0, start(self));
+	ASSERT_EQ(0, touch_both_nodes());
+	finish(_metadata, self);
+	node1_zones(self, &t);
+	ASSERT_LT(0, t.nr_node_zones);
+	ASSERT_EQ(0, raw_walk(self->stream, self->len, check_node_free, &t));
+	TH_LOG("%" PRIu64 " frees on node 1 (%" PRIu64 " snapshot blocks)",
+	       t.hits - t.snapshot, t.snapshot);
+	EXPECT_EQ(0, t.bad) {
+		TH_LOG("%s", t.why);
+	}
+	EXPECT_LE(256, t.hits - t.snapshot);
+	f = rec_filter(self);
+	ASSERT_NE(NULL, f);
+	EXPECT_EQ(2, f->nodes[0]);
+	EXPECT_EQ(1U << PAGETRACE_EV_FREE, f->types);
 }
 
 static void check_task(const struct raw_event *e, void *arg)
