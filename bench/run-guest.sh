@@ -167,6 +167,32 @@ start() {
 	esac
 }
 
+# session_bytes FILE: the bytes of a pagetrace file that do not grow with
+# its events: the header and the chunks of the memory map at the start,
+# the symbols and the kernel's counters (chunk flags bits 1-3; each chunk
+# has a 32-byte head).  The snapshot grows with the guest's memory and its
+# fragmentation, so over a short workload it weighs on B/event.
+session_bytes() {
+	$H/pagetrace dump -v "$1" 2>/dev/null | awk '
+	function hex(s,  i, n) {
+		s = tolower(substr(s, 3))
+		for (i = 1; i <= length(s); i++)
+			n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+		return n
+	}
+	/^# pagetrace v/ || /^# chunk / {
+		f = 0; w = -1
+		for (i = 3; i <= NF; i++) {
+			split($i, a, "=")
+			if (a[1] == "header_size") b += a[2]
+			if (a[1] == "flags") f = hex(a[2])
+			if (a[1] == "nr_words") w = a[2]
+		}
+		if (w >= 0 && int(f / 2) % 8) b += 32 + 8 * w
+	}
+	END { print b + 0 }'
+}
+
 # stop CONTENDER: stop the recorder; print "events=.. lost=.. bytes=..
 # rec_user=.. rec_sys=.." (what is known).
 stop() {
@@ -197,7 +223,8 @@ stop() {
 		# The header's clock (flags bits 3..0, at offset 60): 0
 		# local_clock(), 2 the TSC (clock.c chooses).
 		clk=$(od -An -tu4 -j60 -N4 /tmp/rec.bin 2>/dev/null | awk '{ print $1 % 16 }')
-		echo "bytes=$(stat -c %s /tmp/rec.bin) clock=${clk:-nan} $ru"
+		echo "bytes=$(stat -c %s /tmp/rec.bin) session_bytes=$(session_bytes /tmp/rec.bin)" \
+			"clock=${clk:-nan} $ru"
 		;;
 	trace-cmd)
 		# Events: the records in the file.  Lost: the kernel buffer

@@ -106,6 +106,13 @@ def summarize(runs):
                     row["bytes_per_event"] = stats(
                         [num(r["bytes"]) / num(r["events"]) for r in rs
                          if num(r.get("bytes")) is not None and num(r.get("events"))])
+                # pagetrace's file less what does not grow with the events
+                # (header, memory map snapshot, symbols, counters).
+                ebpe = [(num(r["bytes"]) - num(r["session_bytes"])) / num(r["events"])
+                        for r in rs if num(r.get("session_bytes")) is not None
+                        and num(r.get("bytes")) is not None and num(r.get("events"))]
+                if ebpe:
+                    row["event_bytes_per_event"] = stats(ebpe)
                 # pagetrace record reports its own CPU time; the others are
                 # measured by pt_work rusage (recorder and its children).
                 if c.startswith("pt-"):
@@ -213,15 +220,17 @@ def markdown(summary, unavailable, meta, sessions=None):
     L += ["## Goals", "",
           "| workload | kprobe ×trace-cmd | kprobe ×ftrace-raw "
           "| empty kprobes ×ftrace-raw | tracepoint ×trace-cmd "
-          "| tracepoint ×ftrace-raw | pagetrace B/event | B/event, tasks=0 "
-          "| pagetrace lost | loaded − none ns/op |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+          "| tracepoint ×ftrace-raw | pagetrace B/event | B/event, events' chunks "
+          "| B/event, tasks=0 | pagetrace lost | loaded − none ns/op |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for w, ws in summary.items():
         cs = ws["contenders"]
         g = lambda c, p: f"{cs[c]['ratio'][p]:.2f}" if c in cs and p in cs[c]["ratio"] else "–"
         pts = ("pt-kprobe", "pt-tracepoint")
         bpe = [cs[c]["bytes_per_event"]["median"] for c in pts
                if c in cs and cs[c].get("bytes_per_event")]
+        ebpe = [cs[c]["event_bytes_per_event"]["median"] for c in pts
+                if c in cs and cs[c].get("event_bytes_per_event")]
         lost = [cs[c]["lost"]["total"] for c in pts if c in cs and "lost" in cs[c]]
         nt = cs.get("pt-notasks", {}).get("bytes_per_event")
         nt = f"{nt['median']:.2f}" if nt else "–"
@@ -230,13 +239,17 @@ def markdown(summary, unavailable, meta, sessions=None):
         L.append(f"| {w} | {g('pt-kprobe', 'trace-cmd')} | {g('pt-kprobe', 'ftrace-raw')} | "
                  f"{g('kprobe-empty', 'ftrace-raw')} | "
                  f"{g('pt-tracepoint', 'trace-cmd')} | {g('pt-tracepoint', 'ftrace-raw')} | "
-                 f"{'/'.join(f'{b:.2f}' for b in bpe) or '–'} | {nt} | "
+                 f"{'/'.join(f'{b:.2f}' for b in bpe) or '–'} | "
+                 f"{'/'.join(f'{b:.2f}' for b in ebpe) or '–'} | {nt} | "
                  f"{'/'.join(f'{x:.0f}' for x in lost) or '–'} | {ld} |")
     L += options_table(summary)
     L += floors_table(summary)
     L += ["", "Goals (the issue): kprobe ≤ 0.3× (hook=kprobe) "
           "and tracepoint ≤ 0.2× ftrace's added ns/event; "
-          "≤ 8.3 B/event; 0 lost; no cost when loaded without a session.  Empty kprobes: "
+          "≤ 8.3 B/event; 0 lost; no cost when loaded without a session.  B/event, "
+          "events' chunks: the file less its header and the chunks that do not grow "
+          "with the events (the memory map at the start, symbols, counters), "
+          "÷ events.  Empty kprobes: "
           "pt_bench's kprobes with empty handlers where the kprobe backend hooks, "
           "the kprobe core's own cost.", ""]
     L += sessions_table(sessions)
