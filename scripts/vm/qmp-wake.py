@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Wake a QEMU guest each time it suspends to RAM (S3).
 
-Usage: qmp-wake.py SOCKET [DELAY_S]
+Usage: qmp-wake.py SOCKET [DELAY_S [RESUME_S]]
 
 Connects to QEMU's QMP socket (``-qmp unix:SOCKET,server=on,wait=off``),
 waits for the guest's SUSPEND events and answers each, DELAY_S seconds
@@ -10,6 +10,13 @@ waits for the guest's SUSPEND events and answers each, DELAY_S seconds
 sleep.  The RTC alarm (rtcwake) would be the guest's own way, but
 QEMU's guests were not woken by it here.  Exits when QEMU closes the
 socket; prints one line on stderr per suspend it answers.
+
+It also watches each resume: a guest whose first CPU is not back in
+64-bit mode within RESUME_S seconds (default 120; 0: no watch) of the
+wakeup never came back (a 7.x guest under QEMU 7.2 stays in real mode at
+address 0), and the waker ends it with QMP's quit rather than let it hang
+until the VM's timeout.  The CPU's mode, not the console, tells: a guest
+that resumed may well log nothing at the console's loglevel.
 """
 import json
 import socket
@@ -30,26 +37,70 @@ def connect(path, tries=600):
     sys.exit(f"qmp-wake: no QMP socket at {path}")
 
 
-def send(f, cmd):
-    f.write(json.dumps({"execute": cmd}) + "\n")
+def command(f, pending, cmd, **args):
+    """Run a QMP command; its return value.  Events read meanwhile are
+    kept in pending, in order."""
+    msg = {"execute": cmd}
+    if args:
+        msg["arguments"] = args
+    f.write(json.dumps(msg) + "\n")
     f.flush()
+    for line in f:
+        reply = json.loads(line)
+        if "event" in reply:
+            pending.append(reply)
+        elif "return" in reply or "error" in reply:
+            return reply.get("return")
+    raise ConnectionResetError("QEMU closed the socket")
+
+
+def in_long_mode(f, pending):
+    """Whether the guest's first CPU runs 64-bit code (HMP's register
+    dump marks a 64-bit code segment CS64)."""
+    regs = command(f, pending, "human-monitor-command",
+                   **{"command-line": "info registers"})
+    return isinstance(regs, str) and "CS64" in regs
+
+
+def watch_resume(f, pending, timeout):
+    """Quit QEMU if the guest is not back in 64-bit mode in time."""
+    waited = 0.0
+    while waited < timeout:
+        time.sleep(2)
+        waited += 2
+        if in_long_mode(f, pending):
+            return
+    print(f"qmp-wake: the guest did not resume within {timeout:g} s (its "
+          "first CPU is not in 64-bit mode); ending it (QMP quit)",
+          file=sys.stderr, flush=True)
+    command(f, pending, "quit")
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) not in range(2, 5):
         sys.exit(__doc__)
-    delay = float(sys.argv[2]) if len(sys.argv) == 3 else 2.0
+    delay = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+    resume_s = float(sys.argv[3]) if len(sys.argv) > 3 else 120.0
     f = connect(sys.argv[1]).makefile("rw")
     f.readline()  # the greeting
-    send(f, "qmp_capabilities")
-    for line in f:
-        msg = json.loads(line)
+    pending = []
+    command(f, pending, "qmp_capabilities")
+    while True:
+        if pending:
+            msg = pending.pop(0)
+        else:
+            line = f.readline()
+            if not line:
+                return
+            msg = json.loads(line)
         if msg.get("event") != "SUSPEND":
             continue
         print("qmp-wake: the guest suspended; waking it in "
               f"{delay:g} s", file=sys.stderr, flush=True)
         time.sleep(delay)
-        send(f, "system_wakeup")
+        command(f, pending, "system_wakeup")
+        if resume_s > 0:
+            watch_resume(f, pending, resume_s)
 
 
 if __name__ == "__main__":

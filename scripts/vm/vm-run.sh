@@ -28,7 +28,8 @@
 #
 # --s3 lets the guest suspend to RAM and come back: the firmware offers S3,
 # and scripts/vm/qmp-wake.py, on QEMU's QMP socket, wakes the guest two
-# seconds after each suspend.  The share is then the disk (virtio-9p has no
+# seconds after each suspend, and ends a guest that is not back in 64-bit
+# mode within 120 s.  The share is then the disk (virtio-9p has no
 # suspend support in the guest: its I/O hangs after a resume).
 #
 # Exit status: the guest script's status; 124 on timeout; 125 if the guest
@@ -382,7 +383,7 @@ boot() {
 	make_disk
 	if [ -n "$S3" ]; then
 		rm -f "$QMP_DIR/qmp"
-		python3 "$ROOT/scripts/vm/qmp-wake.py" "$QMP_DIR/qmp" 2 \
+		python3 "$ROOT/scripts/vm/qmp-wake.py" "$QMP_DIR/qmp" 2 120 \
 			>/dev/null 2>>"$SHARE/qmp-wake.log" </dev/null &
 		WAKER=$!
 	fi
@@ -435,6 +436,8 @@ if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 fi
 [ "$rc" = 0 ] || echo "vm-run: qemu exited with status $rc" >&2
 if [ ! -s "$SHARE/.exit-status" ]; then
+	# The S3 waker's own words when it ended a guest that did not resume.
+	[ -n "$S3" ] && grep -s 'did not resume' "$SHARE/qmp-wake.log" >&2
 	echo "vm-run: guest wrote no .exit-status (kernel panic or boot failure?), see $SHARE/console.log" >&2
 	exit 125
 fi
