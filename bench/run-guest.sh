@@ -41,9 +41,11 @@ workload() {
 		# pairs of order 0, 125 of order 3: the same pages), of which
 		# batch_ns_per_op is the median.  The recorder wakes every
 		# flush_ms (250), so few batches hold a wakeup and the median is
-		# one without.  k3's batches of 1,000 (140 ms) held one every
-		# other batch, and the median flipped between the two kinds from
-		# run to run: ratios to it moved by about 0.03.
+		# one without (k0 fills a 64 KiB chunk, whose close wakes it too,
+		# every ~90 ms: about one batch in four holds a wakeup).  k3's
+		# batches of 1,000 (140 ms) held one every other batch, and the
+		# median flipped between the two kinds from run to run: ratios
+		# to it moved by about 0.03.
 		batch=1000
 		[ "$1" = k3 ] && batch=125
 		echo "${1#k} $KITERS $batch" >/sys/kernel/debug/pt_bench/run || return 1
@@ -177,29 +179,31 @@ start() {
 }
 
 # session_bytes FILE: the bytes of a pagetrace file that do not grow with
-# its events: the header and the chunks of the memory map at the start,
-# the symbols and the kernel's counters (chunk flags bits 1-3; each chunk
-# has a 32-byte head).  The snapshot grows with the guest's memory and its
-# fragmentation, so over a short workload it weighs on B/event.
+# its events: all but the events' chunks (chunk flags bits 1-3 clear; a
+# 32-byte head each), which pagetrace dump -v lists.  The rest is the
+# header, the memory map at the start (which grows with the guest's memory
+# and its fragmentation: over a short workload it weighs on B/event), the
+# kernel's counters and the symbols, whatever the reader shows of them.
+# "nan" if the file does not decode.
 session_bytes() {
-	$H/pagetrace dump -v "$1" 2>/dev/null | awk '
+	$H/pagetrace dump -v "$1" 2>/dev/null | awk -v size="$(stat -c %s "$1")" '
 	function hex(s,  i, n) {
 		s = tolower(substr(s, 3))
 		for (i = 1; i <= length(s); i++)
 			n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
 		return n
 	}
-	/^# pagetrace v/ || /^# chunk / {
-		f = 0; w = -1
+	/^# pagetrace v/ { ok = 1 }
+	/^# chunk / {
+		f = 0; w = 0
 		for (i = 3; i <= NF; i++) {
 			split($i, a, "=")
-			if (a[1] == "header_size") b += a[2]
 			if (a[1] == "flags") f = hex(a[2])
 			if (a[1] == "nr_words") w = a[2]
 		}
-		if (w >= 0 && int(f / 2) % 8) b += 32 + 8 * w
+		if (int(f / 2) % 8 == 0) ev += 32 + 8 * w
 	}
-	END { print b + 0 }'
+	END { if (ok) print size - ev; else print "nan" }'
 }
 
 # stop CONTENDER: stop the recorder; print "events=.. lost=.. bytes=..

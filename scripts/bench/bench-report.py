@@ -220,17 +220,19 @@ def markdown(summary, unavailable, meta, sessions=None):
     L += ["## Goals", "",
           "| workload | kprobe ×trace-cmd | kprobe ×ftrace-raw "
           "| empty kprobes ×ftrace-raw | tracepoint ×trace-cmd "
-          "| tracepoint ×ftrace-raw | pagetrace B/event | B/event, events' chunks "
-          "| B/event, tasks=0 | pagetrace lost | loaded − none ns/op |",
+          "| tracepoint ×ftrace-raw | pagetrace B/event (kprobe/tracepoint) "
+          "| B/event, events' chunks | B/event, tasks=0 (file) | pagetrace lost "
+          "| loaded − none ns/op |",
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for w, ws in summary.items():
         cs = ws["contenders"]
         g = lambda c, p: f"{cs[c]['ratio'][p]:.2f}" if c in cs and p in cs[c]["ratio"] else "–"
         pts = ("pt-kprobe", "pt-tracepoint")
-        bpe = [cs[c]["bytes_per_event"]["median"] for c in pts
-               if c in cs and cs[c].get("bytes_per_event")]
-        ebpe = [cs[c]["event_bytes_per_event"]["median"] for c in pts
-                if c in cs and cs[c].get("event_bytes_per_event")]
+        # Both positions always, so that each column reads kprobe/tracepoint.
+        bpe = [f"{cs[c]['bytes_per_event']['median']:.2f}"
+               if cs.get(c, {}).get("bytes_per_event") else "–" for c in pts]
+        ebpe = [f"{cs[c]['event_bytes_per_event']['median']:.2f}"
+                if cs.get(c, {}).get("event_bytes_per_event") else "–" for c in pts]
         lost = [cs[c]["lost"]["total"] for c in pts if c in cs and "lost" in cs[c]]
         nt = cs.get("pt-notasks", {}).get("bytes_per_event")
         nt = f"{nt['median']:.2f}" if nt else "–"
@@ -239,8 +241,8 @@ def markdown(summary, unavailable, meta, sessions=None):
         L.append(f"| {w} | {g('pt-kprobe', 'trace-cmd')} | {g('pt-kprobe', 'ftrace-raw')} | "
                  f"{g('kprobe-empty', 'ftrace-raw')} | "
                  f"{g('pt-tracepoint', 'trace-cmd')} | {g('pt-tracepoint', 'ftrace-raw')} | "
-                 f"{'/'.join(f'{b:.2f}' for b in bpe) or '–'} | "
-                 f"{'/'.join(f'{b:.2f}' for b in ebpe) or '–'} | {nt} | "
+                 f"{'/'.join(bpe)} | "
+                 f"{'/'.join(ebpe)} | {nt} | "
                  f"{'/'.join(f'{x:.0f}' for x in lost) or '–'} | {ld} |")
     L += options_table(summary)
     L += floors_table(summary)
