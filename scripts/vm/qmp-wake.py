@@ -16,7 +16,9 @@ It also watches each resume: a guest whose first CPU is not back in
 wakeup never came back (a 7.x guest under QEMU 7.2 stays in real mode at
 address 0), and the waker ends it with QMP's quit rather than let it hang
 until the VM's timeout.  The CPU's mode, not the console, tells: a guest
-that resumed may well log nothing at the console's loglevel.
+that resumed may well log nothing at the console's loglevel.  (With
+SeaBIOS, as here; a guest stuck in 64-bit firmware (OVMF), or one that
+hangs later in its resume, is not caught and runs into the timeout.)
 """
 import json
 import socket
@@ -56,10 +58,11 @@ def command(f, pending, cmd, **args):
 
 def in_long_mode(f, pending):
     """Whether the guest's first CPU runs 64-bit code (HMP's register
-    dump marks a 64-bit code segment CS64)."""
+    dump marks a 64-bit code segment CS64; real mode has no segment
+    types); None if QEMU does not say."""
     regs = command(f, pending, "human-monitor-command",
                    **{"command-line": "info registers"})
-    return isinstance(regs, str) and "CS64" in regs
+    return "CS64" in regs if isinstance(regs, str) else None
 
 
 def watch_resume(f, pending, timeout):
@@ -68,7 +71,12 @@ def watch_resume(f, pending, timeout):
     while waited < timeout:
         time.sleep(2)
         waited += 2
-        if in_long_mode(f, pending):
+        mode = in_long_mode(f, pending)
+        if mode is None:
+            print("qmp-wake: QEMU gives no registers; not watching",
+                  file=sys.stderr, flush=True)
+            return
+        if mode:
             return
     print(f"qmp-wake: the guest did not resume within {timeout:g} s (its "
           "first CPU is not in 64-bit mode); ending it (QMP quit)",

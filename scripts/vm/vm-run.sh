@@ -418,6 +418,8 @@ boot() {
 }
 
 set +e
+# The waker's log is this run's (boot may run twice; DIR may be reused).
+[ -n "$S3" ] && : >"$SHARE/qmp-wake.log"
 boot
 rc=$?
 if [ "$rc" = 126 ]; then
@@ -437,7 +439,9 @@ fi
 [ "$rc" = 0 ] || echo "vm-run: qemu exited with status $rc" >&2
 if [ ! -s "$SHARE/.exit-status" ]; then
 	# The S3 waker's own words when it ended a guest that did not resume.
-	[ -n "$S3" ] && grep -s 'did not resume' "$SHARE/qmp-wake.log" >&2
+	if [ -n "$S3" ]; then
+		grep -s 'did not resume' "$SHARE/qmp-wake.log" >&2 || :
+	fi
 	echo "vm-run: guest wrote no .exit-status (kernel panic or boot failure?), see $SHARE/console.log" >&2
 	exit 125
 fi
