@@ -531,6 +531,27 @@ void pt_writers_clear(void)
 }
 
 /*
+ * The tgid of the task an event is of: 0 outside task context (NMI, hard
+ * or soft interrupt), as in_task() tells.  On PREEMPT_RT a softirq runs
+ * in a task and in_serving_softirq() reads that task's count, not the
+ * preempt count; in_task() then merges three tests into one branch that
+ * takes three more registers, which the fast path saved and restored
+ * (two pushes and two pops more) on every event.  Two branches take none
+ * (7.3-rt build: 4 instructions fewer an event).  Elsewhere in_task() is
+ * one test of the preempt count, which two branches would make longer.
+ */
+static __always_inline u32 pt_event_tgid(void)
+{
+	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+		return in_task() ? current->tgid : 0;
+	if (preempt_count() & (NMI_MASK | HARDIRQ_MASK))
+		return 0;
+	if (in_serving_softirq())
+		return 0;
+	return current->tgid;
+}
+
+/*
  * The fast path: an event of fewer than 1024 pages well inside the PFN
  * field (pt_write() checks those near its top), by the task of the
  * previous event, that fits in the open buffer within a delta of its time
@@ -586,8 +607,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 		     npages > PAGETRACE_NPAGES_MAX ||
 		     pfn > PAGETRACE_PFN_MAX - PAGETRACE_NPAGES_MAX))
 		goto slow;
-	if (likely(c->tasks) &&
-	    unlikely((in_task() ? current->tgid : 0) != c->task))
+	if (likely(c->tasks) && unlikely(pt_event_tgid() != c->task))
 		goto slow;
 	/*
 	 * Sampled stacks count allocated pages down to the next sample; the
