@@ -292,6 +292,27 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
 }
 
 /*
+ * The tgid of the task an event is of: 0 outside task context (NMI, hard
+ * or soft interrupt), as in_task() tells.  On PREEMPT_RT a softirq runs
+ * in a task and in_serving_softirq() reads that task's count, not the
+ * preempt count; in_task() then merges three tests into one branch that
+ * takes three more registers, which the fast path saved and restored
+ * (two pushes and two pops more) on every event.  Two branches take none
+ * (7.3-rt build: 4 instructions fewer an event).  Elsewhere in_task() is
+ * one test of the preempt count, which two branches would make longer.
+ */
+static __always_inline u32 pt_event_tgid(void)
+{
+	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+		return in_task() ? current->tgid : 0;
+	if (preempt_count() & (NMI_MASK | HARDIRQ_MASK))
+		return 0;
+	if (in_serving_softirq())
+		return 0;
+	return current->tgid;
+}
+
+/*
  * Count @npages pages of an event of @type (PAGETRACE_EV_ALLOC, _FREE or
  * _RECLAIM: 1 to 3, from every caller) in @c->pages[type - 1].  As an
  * unsigned long the - 1 folds into the displacement: one add to memory.
@@ -343,7 +364,7 @@ static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 	 * has room for them in any case.
 	 */
 	if (c->tasks) {
-		owner = in_task() ? current->tgid : 0;
+		owner = pt_event_tgid();
 		if (unlikely(owner != c->task))
 			extra = PT_TASK_WORDS;
 	}
@@ -528,27 +549,6 @@ void pt_writers_clear(void)
 
 	for_each_possible_cpu(cpu)
 		WRITE_ONCE(*per_cpu_ptr(&pt_writer, cpu), NULL);
-}
-
-/*
- * The tgid of the task an event is of: 0 outside task context (NMI, hard
- * or soft interrupt), as in_task() tells.  On PREEMPT_RT a softirq runs
- * in a task and in_serving_softirq() reads that task's count, not the
- * preempt count; in_task() then merges three tests into one branch that
- * takes three more registers, which the fast path saved and restored
- * (two pushes and two pops more) on every event.  Two branches take none
- * (7.3-rt build: 4 instructions fewer an event).  Elsewhere in_task() is
- * one test of the preempt count, which two branches would make longer.
- */
-static __always_inline u32 pt_event_tgid(void)
-{
-	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
-		return in_task() ? current->tgid : 0;
-	if (preempt_count() & (NMI_MASK | HARDIRQ_MASK))
-		return 0;
-	if (in_serving_softirq())
-		return 0;
-	return current->tgid;
 }
 
 /*
