@@ -350,6 +350,21 @@ static int touch_both_nodes(void)
 	return ret;
 }
 
+/*
+ * A session with the filter set: pages touched on both nodes, the stream
+ * read, node 1's zones found, and every event given to @check.
+ */
+static void node_session(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(flt) *self, raw_fn check, struct tally *t)
+{
+	ASSERT_EQ(0, start(self));
+	ASSERT_EQ(0, touch_both_nodes());
+	finish(_metadata, self);
+	node1_zones(self, t);
+	ASSERT_LT(0, t->nr_node_zones);
+	ASSERT_EQ(0, raw_walk(self->stream, self->len, check, t));
+}
+
 TEST_F(flt, nodes)
 {
 	const struct pagetrace_rec_filter *f;
@@ -358,12 +373,7 @@ TEST_F(flt, nodes)
 	if (access("/sys/devices/system/node/node1", F_OK))
 		SKIP(return, "one NUMA node: boot the VM with --numa 2");
 	ASSERT_EQ(0, pt_st_set_param("filter_nodes", "1"));
-	ASSERT_EQ(0, start(self));
-	ASSERT_EQ(0, touch_both_nodes());
-	finish(_metadata, self);
-	node1_zones(self, &t);
-	ASSERT_LT(0, t.nr_node_zones);
-	ASSERT_EQ(0, raw_walk(self->stream, self->len, check_node, &t));
+	node_session(_metadata, self, check_node, &t);
 	TH_LOG("%" PRIu64 " events on node 1 (%" PRIu64 " in the snapshot)",
 	       t.hits, t.snapshot);
 	EXPECT_EQ(0, t.bad) {
@@ -399,12 +409,7 @@ TEST_F(flt, nodes_and_types)
 		SKIP(return, "one NUMA node: boot the VM with --numa 2");
 	ASSERT_EQ(0, pt_st_set_param("filter_nodes", "1"));
 	ASSERT_EQ(0, pt_st_set_param("filter_types", "free"));
-	ASSERT_EQ(0, start(self));
-	ASSERT_EQ(0, touch_both_nodes());
-	finish(_metadata, self);
-	node1_zones(self, &t);
-	ASSERT_LT(0, t.nr_node_zones);
-	ASSERT_EQ(0, raw_walk(self->stream, self->len, check_node_free, &t));
+	node_session(_metadata, self, check_node_free, &t);
 	TH_LOG("%" PRIu64 " frees on node 1 (%" PRIu64 " snapshot blocks)",
 	       t.hits - t.snapshot, t.snapshot);
 	EXPECT_EQ(0, t.bad) {
