@@ -293,13 +293,15 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
 
 /*
  * The tgid of the task an event is of: 0 outside task context (NMI, hard
- * or soft interrupt), as in_task() tells.  On PREEMPT_RT a softirq runs
- * in a task and in_serving_softirq() reads that task's count, not the
- * preempt count; in_task() then merges three tests into one branch that
- * takes three more registers, which the fast path saved and restored
- * (two pushes and two pops more) on every event.  Two branches take none
- * (7.3-rt build: 4 instructions fewer an event).  Elsewhere in_task() is
- * one test of the preempt count, which two branches would make longer.
+ * or soft interrupt), as in_task() tells (on PREEMPT_RT most interrupt
+ * handlers run in threads: their events are their thread's).  On
+ * PREEMPT_RT a softirq runs in a task and in_serving_softirq() reads that
+ * task's count, not the preempt count; in_task() then ORs the two into
+ * one branch, which kept two more callee-saved registers live in the
+ * fast path, pushed and popped on every event.  The RT branch below is
+ * RT's in_task() of include/linux/preempt.h (5.10-rt to 7.3-rt) as two
+ * branches, which need neither.  Elsewhere in_task() is one test of the
+ * preempt count, which two branches would make longer.
  */
 static __always_inline u32 pt_event_tgid(void)
 {
