@@ -208,13 +208,16 @@ int pt_header_build(struct pt_session *sess)
 /**
  * pt_header_set_backend - name in the header the backend that attached
  * @sess: the session, hooks attached, before open() returns
+ * @attached_mono_ns: CLOCK_MONOTONIC when its writers began recording
  *
- * hook=auto is resolved, and what the hooks cannot see is known, only at
- * attach time: the header (and its copy in the meta area) was built
- * first.  Nobody reads either yet.
+ * hook=auto is resolved, what the hooks cannot see is known, and how long
+ * attaching took is measured only at attach time: the header (and its copy
+ * in the meta area) was built first.  Nobody reads either yet.
  */
-void pt_header_set_backend(struct pt_session *sess)
+void pt_header_set_backend(struct pt_session *sess, u64 attached_mono_ns)
 {
+	const struct pagetrace_header *h = sess->header;
+	u64 attach_ns = attached_mono_ns - le64_to_cpu((__force __le64)h->start_mono_ns);
 	struct {
 		size_t	off;
 		u32	val;
@@ -223,6 +226,9 @@ void pt_header_set_backend(struct pt_session *sess)
 		  pt_le32(sess->backend) },
 		{ offsetof(struct pagetrace_rec_session, uncovered),
 		  pt_le32(sess->uncovered) },
+		{ offsetof(struct pagetrace_rec_session, attach_us),
+		  pt_le32(min_t(u64, DIV_ROUND_UP_ULL(attach_ns, NSEC_PER_USEC),
+				U32_MAX)) },
 	};
 	void *meta_header = (void *)sess->meta + sess->meta->header_offset;
 	unsigned int i;

@@ -412,7 +412,7 @@ void pt_sleep_exit(void);
 /* header.c */
 int pt_header_pfns_fit(void);
 int pt_header_build(struct pt_session *sess);
-void pt_header_set_backend(struct pt_session *sess);
+void pt_header_set_backend(struct pt_session *sess, u64 attached_mono_ns);
 void pt_header_set_flags(struct pt_session *sess, u32 flags);
 void pt_header_set_counters(struct pt_session *sess);
 

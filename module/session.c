@@ -376,7 +376,7 @@ int pt_session_start(struct pt_session **out)
 	pt_session_set_live(sess);
 	pt_writers_publish(sess);
 	WRITE_ONCE(pt_recording, true);
-	pt_header_set_backend(sess);
+	pt_header_set_backend(sess, ktime_get_ns());
 	/*
 	 * The memory map, with the probes already attached: a page allocated
 	 * or freed meanwhile shows up in the snapshot or as an event (or

@@ -190,9 +190,12 @@ TEST_F(pt, header)
 	ASSERT_EQ(pt_st_get_param("flush_ms"), (long)self->hi.sess.flush_ms);
 	ASSERT_GE(PAGETRACE_BACKEND_TRACEPOINT, self->hi.sess.backend);
 	ASSERT_EQ(0, self->hi.sess.uncovered);
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(self->hi.sess.reserved); i++) {
 		ASSERT_EQ(0, self->hi.sess.reserved[i]);
 	}
+	/* Recording began inside open(), rounded up to a microsecond. */
+	ASSERT_LT(0, self->hi.sess.attach_us);
+	ASSERT_GE(mono1 + 1000, h->start_mono_ns + self->hi.sess.attach_us * 1000ULL);
 	if ((h->flags & PAGETRACE_CLOCK_MASK) != PAGETRACE_CLOCK_TSC) {
 		ASSERT_EQ(0, self->hi.sess.clock_error_ns);
 	} else {

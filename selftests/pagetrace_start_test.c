@@ -11,7 +11,10 @@
  * up), and succeed; the kernel log says so; a SIGKILL during the wait
  * ends the open(); the module's unload waits for the grace periods the
  * abandoned waits left running and ends once the thread stops; then the
- * module loads again and a session opens.  Needs root, pagetrace.ko and pagetrace_gt.ko
+ * module loads again and a session opens.  The header's session record
+ * says when the session could record its first event (attach_us after
+ * start_mono_ns): within the open() call, and before the wait, which a
+ * start held back makes a second long.  Needs root, pagetrace.ko and pagetrace_gt.ko
  * (pt_selftest.c loads them); skips on a kernel without CONFIG_TASKS_RCU,
  * where the wait is a normal RCU grace period that no kernel thread can
  * hold back.
@@ -58,9 +61,48 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * When the session on @fd could record its first event (CLOCK_MONOTONIC,
+ * seconds), from its header; -1 if the header is malformed or says 0.
+ */
+static double attached_at(int fd, double *header_start)
+{
+	struct pt_st_buf b = { 0 };
+	struct pt_st_hdr hi;
+	double at = -1;
+
+	if (!pt_st_read_header(fd, &b, &hi) && !hi.why[0] && hi.have_session &&
+	    hi.sess.attach_us) {
+		*header_start = hi.h.start_mono_ns / 1e9;
+		at = *header_start + hi.sess.attach_us / 1e6;
+	}
+	pt_st_buf_free(&b);
+	return at;
+}
+
+TEST_F(start, attach_time_in_open)
+{
+	double t0, t1, head, at;
+	int fd;
+
+	t0 = now_s();
+	fd = open(DEV, O_RDONLY | O_CLOEXEC);
+	t1 = now_s();
+	ASSERT_LE(0, fd) TH_LOG("open: %s", strerror(errno));
+	at = attached_at(fd, &head);
+	close(fd);
+	ASSERT_LT(0, at) TH_LOG("no attach_us in the session record");
+	TH_LOG("open() %.1f ms, first event possible after %.1f ms",
+	       (t1 - t0) * 1e3, (at - t0) * 1e3);
+	EXPECT_LE(t0, head);
+	EXPECT_LT(head, at);
+	/* Rounded up to a microsecond. */
+	EXPECT_GE(t1 + 1e-6, at);
+}
+
 TEST_F_TIMEOUT(start, held_back, 120)
 {
-	double t0, took;
+	double t0, took, head, at;
 	int fd, kmsg, st;
 	pid_t pid;
 
@@ -75,9 +117,14 @@ TEST_F_TIMEOUT(start, held_back, 120)
 	fd = open(DEV, O_RDONLY | O_CLOEXEC);
 	took = now_s() - t0;
 	ASSERT_LE(0, fd) TH_LOG("open: %s", strerror(errno));
+	at = attached_at(fd, &head);
 	close(fd);
 	TH_LOG("open() took %.2f s with Tasks RCU held back", took);
 	EXPECT_LE(WAIT_MAX_S * 0.9, took) TH_LOG("the start did not wait for Tasks RCU");
+	/* The probes attached, and the session recorded, before the wait. */
+	EXPECT_LT(0, at) TH_LOG("no attach_us in the session record");
+	EXPECT_LE(WAIT_MAX_S * 0.9, t0 + took - at)
+		TH_LOG("attach_us %.3f s into a start of %.3f s", at - head, took);
 	EXPECT_GE(LATE_S, took) TH_LOG("the start's wait did not give up");
 	if (kmsg >= 0) {
 		static char log[1 << 16];

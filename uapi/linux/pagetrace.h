@@ -229,6 +229,9 @@ struct pagetrace_rec_counters {
  *	from local_clock()'s at the same instant (the TSC is anchored to
  *	local_clock() once, between two TSC reads); 0 with other clocks
  * @uncovered: PAGETRACE_UNCOVERED_*: what this trace cannot hold
+ * @attach_us: from the header's start to the first event the session
+ *	could record (its probes attached), in microseconds, rounded up and
+ *	saturating at U32_MAX; 0 in traces of earlier versions
  * @reserved: 0
  */
 struct pagetrace_rec_session {
@@ -237,7 +240,8 @@ struct pagetrace_rec_session {
 	__u32	flush_ms;
 	__u32	clock_error_ns;
 	__u32	uncovered;
-	__u32	reserved[3];
+	__u32	attach_us;
+	__u32	reserved[2];
 };
 
 /**

@@ -103,8 +103,8 @@ static void print_header(struct pgtrace_reader *r)
 		       " present_pages=%" PRIu64 "\n", z[i].node, z[i].zone, z[i].name,
 		       z[i].start_pfn, z[i].end_pfn, z[i].present_pages);
 	if (s)
-		printf("# session nr_bufs=%u backend=%u flush_ms=%u\n", s->nr_bufs,
-		       s->backend, s->flush_ms);
+		printf("# session nr_bufs=%u backend=%u flush_ms=%u attach_us=%u\n",
+		       s->nr_bufs, s->backend, s->flush_ms, s->attach_us);
 }
 
 int cmd_dump(int argc, char **argv)

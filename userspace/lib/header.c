@@ -181,6 +181,7 @@ static int parse_records(struct pgtrace_reader *r, const unsigned char *p, size_
 			r->session.flush_ms = pgtrace_load32(pl + 8);
 			r->session.clock_error_ns = pgtrace_load32(pl + 12);
 			r->session.uncovered = pgtrace_load32(pl + 16);
+			r->session.attach_us = pgtrace_load32(pl + 20);
 			r->has_session = true;
 			break;
 		case PAGETRACE_REC_STACKS: {

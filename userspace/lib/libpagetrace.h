@@ -154,6 +154,7 @@ struct pgtrace_session {
 	uint32_t	flush_ms;
 	uint32_t	clock_error_ns;	/* TSC clock: its bound off local_clock() */
 	uint32_t	uncovered;	/* PAGETRACE_UNCOVERED_*: not in this trace */
+	uint32_t	attach_us;	/* start to first event recordable; 0: unknown */
 };
 
 struct pgtrace_reader;
