@@ -17,8 +17,12 @@
  *   pt_work sessions DEV N      N times open DEV (/dev/pagetrace: a session
  *                               starts, and records before open() returns)
  *                               and close it (the session stops): prints
- *                               "start_ms=MEDIAN,MIN,MAX stop_ms=..." of
- *                               the open() and close() calls.
+ *                               "first_ms=MEDIAN,MIN,MAX start_ms=...
+ *                               stop_ms=...": from the open() call to the
+ *                               first event the session could record (the
+ *                               header's start_mono_ns and its session
+ *                               record's attach_us), and of the open() and
+ *                               close() calls.
  *   pt_work ftrace-raw DIR OUT  a minimal ftrace reader: one process per CPU
  *                               splices DIR/per_cpu/cpuN/trace_pipe_raw to
  *                               OUT.N (whole pages, as trace-cmd does) until
@@ -42,6 +46,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/pagetrace.h>
 
 #define PAGE	4096L
 
@@ -331,9 +337,48 @@ static void print_ms(const char *name, double *t, int n)
 	printf("%s=%.1f,%.1f,%.1f", name, t[n / 2] * 1e3, t[0] * 1e3, t[n - 1] * 1e3);
 }
 
+/*
+ * Seconds from @t0 (CLOCK_MONOTONIC) to the first event the session on @fd
+ * could record, from its header; -1 if the header does not say.
+ */
+static double first_event_after(int fd, double t0)
+{
+	static char buf[1 << 16];
+	const struct pagetrace_header *h = (const void *)buf;
+	size_t got = 0, off;
+	ssize_t n;
+
+	while (got < sizeof(*h) ||
+	       (got < h->header_size && got < sizeof(buf))) {
+		n = read(fd, buf + got, sizeof(buf) - got);
+		if (n <= 0)
+			return -1;
+		got += n;
+	}
+	if (h->header_size > got)
+		return -1;
+	for (off = sizeof(*h); off + sizeof(struct pagetrace_record) <= h->header_size;) {
+		struct pagetrace_record rec;
+		struct pagetrace_rec_session ses;
+
+		memcpy(&rec, buf + off, sizeof(rec));
+		off += sizeof(rec);
+		if (rec.type == PAGETRACE_REC_END || off + rec.size > h->header_size)
+			break;
+		if (rec.type == PAGETRACE_REC_SESSION && rec.size >= sizeof(ses)) {
+			memcpy(&ses, buf + off, sizeof(ses));
+			if (!ses.attach_us)
+				return -1;
+			return h->start_mono_ns / 1e9 - t0 + ses.attach_us / 1e6;
+		}
+		off += (rec.size + 7) & ~7u;
+	}
+	return -1;
+}
+
 static int run_sessions(const char *dev, int n)
 {
-	double start[256], stop[256];
+	double first[256], start[256], stop[256];
 	int i;
 
 	if (n < 1 || n > 256) {
@@ -341,18 +386,26 @@ static int run_sessions(const char *dev, int n)
 		return 2;
 	}
 	for (i = 0; i < n; i++) {
-		double t0 = now(), t1, t2;
+		double t0 = now(), t1, t2, t3;
 		int fd = open(dev, O_RDONLY | O_CLOEXEC);
 
 		t1 = now();
 		if (fd < 0)
 			die(dev);
+		first[i] = first_event_after(fd, t0);
+		if (first[i] < 0) {
+			fprintf(stderr, "pt_work sessions: no attach_us in %s's header\n", dev);
+			return 1;
+		}
+		t2 = now();
 		if (close(fd))
 			die("close");
-		t2 = now();
+		t3 = now();
 		start[i] = t1 - t0;
-		stop[i] = t2 - t1;
+		stop[i] = t3 - t2;
 	}
+	print_ms("first_ms", first, n);
+	putchar(' ');
 	print_ms("start_ms", start, n);
 	putchar(' ');
 	print_ms("stop_ms", stop, n);

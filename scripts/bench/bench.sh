@@ -94,7 +94,7 @@ fi
 echo "== building the static pagetrace CLI and bench/pt_work" >&2
 make -s static >/dev/null
 mkdir -p build/bench
-cc -O2 -Wall -static -o build/bench/pt_work bench/pt_work.c
+cc -O2 -Wall -Iuapi -static -o build/bench/pt_work bench/pt_work.c
 
 # The recorders the guest gets, with their libraries (vm-run.sh --bin).
 BINS=()
