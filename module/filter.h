@@ -20,6 +20,7 @@
 #include <linux/types.h>
 
 #include "../uapi/linux/pagetrace.h"
+#include "context.h"
 
 struct pagetrace_rec_filter;
 
@@ -165,7 +166,7 @@ pt_filter_keeps_task(const struct pt_filter_fast *ff)
 
 	/* rcu_read_lock_sched_held(), as task_css_set_check() accepts. */
 	lockdep_assert_irqs_disabled();
-	if (!in_task())
+	if (!pt_in_task())
 		return false;
 	cgrp = task_dfl_cgroup(current);
 	return likely(cgrp == ff->cgrp) || cgroup_is_descendant(cgrp, ff->cgrp);

@@ -26,6 +26,7 @@
 #include <linux/sched/mm.h>
 
 #include "compat.h"
+#include "context.h"
 #include "handlers.h"
 #include "pagetrace.h"
 
@@ -74,7 +75,7 @@ static unsigned int pt_free_type(void)
 {
 	unsigned int flags;
 
-	if (!in_task())
+	if (!pt_in_task())
 		return PAGETRACE_EV_FREE;
 	if (READ_ONCE(current->reclaim_state))
 		return PAGETRACE_EV_RECLAIM;

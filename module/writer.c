@@ -35,6 +35,7 @@
 #include <linux/string.h>
 
 #include "clock.h"
+#include "context.h"
 #include "pagetrace.h"
 
 /* Time bases are kept in 128 ns steps, exactly what a sync word can hold. */
@@ -293,25 +294,14 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
 
 /*
  * The tgid of the task an event is of: 0 outside task context (NMI, hard
- * or soft interrupt), as in_task() tells (on PREEMPT_RT most interrupt
- * handlers run in threads: their events are their thread's).  On
- * PREEMPT_RT a softirq runs in a task and in_serving_softirq() reads that
- * task's count, not the preempt count; in_task() then ORs the two into
- * one branch, which kept two more callee-saved registers live in the
- * fast path, pushed and popped on every event.  The RT branch below is
- * RT's in_task() of include/linux/preempt.h (5.10-rt to 7.3-rt) as two
- * branches, which need neither.  Elsewhere in_task() is one test of the
- * preempt count, which two branches would make longer.
+ * or soft interrupt; on PREEMPT_RT most interrupt handlers run in threads:
+ * their events are their thread's).  See pt_in_task() for its form.
  */
 static __always_inline u32 pt_event_tgid(void)
 {
-	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
-		return in_task() ? current->tgid : 0;
-	if (preempt_count() & (NMI_MASK | HARDIRQ_MASK))
-		return 0;
-	if (in_serving_softirq())
-		return 0;
-	return current->tgid;
+	if (pt_in_task())
+		return current->tgid;
+	return 0;
 }
 
 /*
