@@ -10,6 +10,7 @@
 #include <linux/gfp.h>
 #include <linux/kprobes.h>
 #include <linux/sched.h>
+#include <linux/workqueue.h>
 
 /* struct folio_batch moved out of <linux/pagevec.h> in 7.0. */
 #ifdef PT_HAVE_FOLIO_BATCH_H
@@ -71,6 +72,16 @@
 #define pt_nolock_alloc()	alloc_pages_nolock(NUMA_NO_NODE, 0)
 #define PT_NOLOCK_ORDER_ARG	1
 #endif
+#endif
+
+/*
+ * The system's unbound workqueue: system_dfl_wq since 7.0, which logs a
+ * warning for work queued on system_unbound_wq, its name before.
+ */
+#ifdef PT_HAVE_SYSTEM_DFL_WQ
+#define pt_unbound_wq		system_dfl_wq
+#else
+#define pt_unbound_wq		system_unbound_wq
 #endif
 
 /* 5.11 hid a kretprobe instance's probe behind get_kretprobe(). */
