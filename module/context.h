@@ -1,27 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The context a hook runs in, as the hot path asks it.
+ * The context a hook runs in, as the hooks ask it: for a task or in an
+ * interrupt, and which one.
  */
 #ifndef PAGETRACE_CONTEXT_H
 #define PAGETRACE_CONTEXT_H
 
-#include <linux/kconfig.h>
 #include <linux/preempt.h>
+#include <linux/sched.h>
+#include <linux/types.h>
 
 /*
- * Whether the hook runs for a task, not in an NMI or a hard or soft
- * interrupt: in_task(), which it must equal.  On PREEMPT_RT a softirq runs
- * in a task and in_serving_softirq() reads that task's count, not the
- * preempt count; RT's in_task() ORs the two into one branch, which kept
- * two more callee-saved registers live in the fast path (pushed and popped
- * on every event) and takes two loads, two ands and an or before its
- * branch.  The RT branch below is RT's in_task() of include/linux/preempt.h
- * (5.10-rt to 7.3-rt) as two branches, which need neither: two tests, the
- * preempt count's and the task's softirq count's, each with its branch
- * (7.3-rt, objdump: the cgroup filter keeps an event in 13 instructions,
- * not 14; a free's type is known two instructions sooner).  Elsewhere
- * in_task() is one test of the preempt count, which two branches would
- * make longer.
+ * Whether the hook runs for a task: in_task()'s answer, false in an NMI
+ * and in a hard or soft interrupt.  On PREEMPT_RT a softirq runs in a
+ * task and in_serving_softirq() reads that task's count, not the preempt
+ * count; RT's in_task() ORs the two into one value before its branch,
+ * which on the hot path kept two more callee-saved registers live (pushed
+ * and popped on every event).  Made as two tests, each with its branch,
+ * it needs neither.  Elsewhere in_task() is one test of the preempt count,
+ * which two branches would make longer.
  */
 static __always_inline bool pt_in_task(void)
 {
@@ -32,6 +29,32 @@ static __always_inline bool pt_in_task(void)
 	if (in_serving_softirq())
 		return false;
 	return true;
+}
+
+/*
+ * The context a hook runs in: NMI and hardirq nesting, and whether a
+ * softirq is being served (task, bottom halves disabled or not, counts as
+ * task).  A call and the allocations it makes run in one context; an
+ * interrupt that allocates while a call of the task it interrupted is on
+ * the task's rethook list runs in another.
+ */
+static inline unsigned int pt_context(void)
+{
+	return (preempt_count() & (NMI_MASK | HARDIRQ_MASK)) |
+	       (in_serving_softirq() ? SOFTIRQ_OFFSET : 0);
+}
+
+/*
+ * The context of the function a kprobe handler probes.  A kprobe that is
+ * a breakpoint runs its handler as an NMI (one that the kprobe core
+ * turned into a jump does not): the caller's context is the handler's
+ * without it.  For probes on functions no real NMI calls.
+ */
+static inline unsigned int pt_probed_context(void)
+{
+	unsigned int ctx = pt_context();
+
+	return in_nmi() ? ctx - (NMI_OFFSET + HARDIRQ_OFFSET) : ctx;
 }
 
 #endif /* PAGETRACE_CONTEXT_H */

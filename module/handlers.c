@@ -130,32 +130,6 @@ static void *pt_call_data(const struct rethook *rh)
 #endif
 
 /*
- * The context a hook runs in: NMI and hardirq nesting, and whether a
- * softirq is being served (task, bottom halves disabled or not, counts as
- * task).  A call and the allocations it makes run in one context; an
- * interrupt that allocates while a call of the task it interrupted is on
- * the task's rethook list runs in another.
- */
-static unsigned int pt_context(void)
-{
-	return (preempt_count() & (NMI_MASK | HARDIRQ_MASK)) |
-	       (in_serving_softirq() ? SOFTIRQ_OFFSET : 0);
-}
-
-/*
- * The context of the function a kprobe handler probes.  A kprobe that is
- * a breakpoint runs its handler as an NMI (one that the kprobe core
- * turned into a jump does not): the caller's context is the handler's
- * without it.  For probes on functions no real NMI calls.
- */
-static unsigned int pt_probed_context(void)
-{
-	unsigned int ctx = pt_context();
-
-	return in_nmi() ? ctx - (NMI_OFFSET + HARDIRQ_OFFSET) : ctx;
-}
-
-/*
  * The bulk allocator, bulk(gfp, nid, nodemask, nr_pages, page_list,
  * page_array) (the list is gone in 6.14; its argument slot then holds
  * page_array).

@@ -26,6 +26,10 @@
 #include "clock.h"
 #include "pagetrace.h"
 
+/* The session record's layout is the format's: a field moved is a new format. */
+static_assert(sizeof(struct pagetrace_rec_session) == 32);
+static_assert(offsetof(struct pagetrace_rec_session, attach_us) == 20);
+
 static size_t pt_rec_space(size_t payload)
 {
 	return sizeof(struct pagetrace_record) + ALIGN(payload, 8);
@@ -144,7 +148,8 @@ int pt_header_build(struct pt_session *sess)
 
 	local_irq_save(flags);
 	h->start_ns = pt_le64(pt_clock_now());
-	h->start_mono_ns = pt_le64(ktime_get_ns());
+	sess->start_mono_ns = ktime_get_ns();
+	h->start_mono_ns = pt_le64(sess->start_mono_ns);
 	h->start_real_ns = pt_le64(ktime_get_real_ns());
 	local_irq_restore(flags);
 
@@ -206,18 +211,21 @@ int pt_header_build(struct pt_session *sess)
 }
 
 /**
- * pt_header_set_backend - name in the header the backend that attached
- * @sess: the session, hooks attached, before open() returns
- * @attached_mono_ns: CLOCK_MONOTONIC when its writers began recording
+ * pt_header_set_attach - write in the header what attaching the hooks found
+ * @sess: the session, hooks attached, no writer published yet
+ * @attach_ns: CLOCK_MONOTONIC time from the header's start_mono_ns to now
  *
  * hook=auto is resolved, what the hooks cannot see is known, and how long
- * attaching took is measured only at attach time: the header (and its copy
- * in the meta area) was built first.  Nobody reads either yet.
+ * attaching took is measured only here: the header (and its copy in the
+ * meta area) was built first.  Nobody reads either yet.  @attach_ns is
+ * taken before any writer is published, so that no event of the session
+ * precedes it; in microseconds, rounded down, and at least 1, as 0 says
+ * "unknown" (traces of earlier versions).
  */
-void pt_header_set_backend(struct pt_session *sess, u64 attached_mono_ns)
+void pt_header_set_attach(struct pt_session *sess, u64 attach_ns)
 {
-	const struct pagetrace_header *h = sess->header;
-	u64 attach_ns = attached_mono_ns - le64_to_cpu((__force __le64)h->start_mono_ns);
+	u64 attach_us = clamp_t(u64, div_u64(attach_ns, NSEC_PER_USEC), 1,
+				U32_MAX);
 	struct {
 		size_t	off;
 		u32	val;
@@ -227,8 +235,7 @@ void pt_header_set_backend(struct pt_session *sess, u64 attached_mono_ns)
 		{ offsetof(struct pagetrace_rec_session, uncovered),
 		  pt_le32(sess->uncovered) },
 		{ offsetof(struct pagetrace_rec_session, attach_us),
-		  pt_le32(min_t(u64, DIV_ROUND_UP_ULL(attach_ns, NSEC_PER_USEC),
-				U32_MAX)) },
+		  pt_le32(attach_us) },
 	};
 	void *meta_header = (void *)sess->meta + sess->meta->header_offset;
 	unsigned int i;

@@ -256,6 +256,7 @@ struct pt_session {
 	unsigned int		header_size;
 	unsigned int		snap_rec_off;	/* REC_SNAPSHOT payload, or 0 */
 	unsigned int		sess_rec_off;	/* REC_SESSION payload */
+	u64			start_mono_ns;	/* the header's, host order */
 	unsigned int		counters_rec_off; /* REC_COUNTERS payload */
 	unsigned int		counters_max;	/* its zones, and the stop's */
 	/* The zones' counters at stop (counters.c), filled in by stop */
@@ -412,7 +413,7 @@ void pt_sleep_exit(void);
 /* header.c */
 int pt_header_pfns_fit(void);
 int pt_header_build(struct pt_session *sess);
-void pt_header_set_backend(struct pt_session *sess, u64 attached_mono_ns);
+void pt_header_set_attach(struct pt_session *sess, u64 attach_ns);
 void pt_header_set_flags(struct pt_session *sess, u32 flags);
 void pt_header_set_counters(struct pt_session *sess);
 

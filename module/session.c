@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
+#include "compat.h"
 #include "pagetrace.h"
 
 /*
@@ -113,7 +114,7 @@ unsigned long pt_session_missed(struct pt_session *sess)
  */
 static void pt_flush_work_arm(struct pt_session *sess)
 {
-	queue_delayed_work(system_unbound_wq, &sess->flush_work,
+	queue_delayed_work(pt_unbound_wq, &sess->flush_work,
 			   msecs_to_jiffies(sess->flush_ms));
 }
 
@@ -373,10 +374,11 @@ int pt_session_start(struct pt_session **out)
 	 * session nothing.
 	 */
 	sess->missed_base = pt_hooks_missed();
+	/* Before the first writer is published: no event precedes it. */
+	pt_header_set_attach(sess, ktime_get_ns() - sess->start_mono_ns);
 	pt_session_set_live(sess);
 	pt_writers_publish(sess);
 	WRITE_ONCE(pt_recording, true);
-	pt_header_set_backend(sess, ktime_get_ns());
 	/*
 	 * The memory map, with the probes already attached: a page allocated
 	 * or freed meanwhile shows up in the snapshot or as an event (or

@@ -87,6 +87,8 @@ int pt_st_collect(int dev, struct pt_st_trace *t)
 				    pgtrace_reader_session(r)->clock_error_ns : 0;
 		t->uncovered = pgtrace_reader_session(r) ?
 			       pgtrace_reader_session(r)->uncovered : 0;
+		t->attach_us = pgtrace_reader_session(r) ?
+			       pgtrace_reader_session(r)->attach_us : 0;
 	}
 	t->ev = malloc(cap * sizeof(*t->ev));
 	while (ret >= 0 && t->ev) {

@@ -32,6 +32,7 @@ struct pt_st_trace {
 	unsigned int		backend;	/* from the session record */
 	unsigned int		clock_error_ns;	/* likewise */
 	unsigned int		uncovered;	/* likewise */
+	unsigned int		attach_us;	/* likewise */
 	uint64_t		snap_end_ns;	/* the start's counters: the walk ends, 0 if none */
 	struct pgtrace_event		*ev;
 	size_t			nr;

@@ -229,9 +229,10 @@ struct pagetrace_rec_counters {
  *	from local_clock()'s at the same instant (the TSC is anchored to
  *	local_clock() once, between two TSC reads); 0 with other clocks
  * @uncovered: PAGETRACE_UNCOVERED_*: what this trace cannot hold
- * @attach_us: from the header's start to the first event the session
- *	could record (its probes attached), in microseconds, rounded up and
- *	saturating at U32_MAX; 0 in traces of earlier versions
+ * @attach_us: on CLOCK_MONOTONIC, from the header's start_mono_ns to the
+ *	moment the probes were attached, before which the session recorded
+ *	no event; in microseconds, rounded down, at least 1 and saturating
+ *	at U32_MAX.  0: unknown (traces of earlier versions)
  * @reserved: 0
  */
 struct pagetrace_rec_session {

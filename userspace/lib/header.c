@@ -176,12 +176,15 @@ static int parse_records(struct pgtrace_reader *r, const unsigned char *p, size_
 				return pgtrace_set_error(r, -EBADMSG, off,
 						    "session record size %u, need %zu",
 						    size, sizeof(struct pagetrace_rec_session));
-			r->session.nr_bufs = pgtrace_load32(pl);
-			r->session.backend = pgtrace_load32(pl + 4);
-			r->session.flush_ms = pgtrace_load32(pl + 8);
-			r->session.clock_error_ns = pgtrace_load32(pl + 12);
-			r->session.uncovered = pgtrace_load32(pl + 16);
-			r->session.attach_us = pgtrace_load32(pl + 20);
+#define PGTRACE_SES(field) offsetof(struct pagetrace_rec_session, field)
+			r->session.nr_bufs = pgtrace_load32(pl + PGTRACE_SES(nr_bufs));
+			r->session.backend = pgtrace_load32(pl + PGTRACE_SES(backend));
+			r->session.flush_ms = pgtrace_load32(pl + PGTRACE_SES(flush_ms));
+			r->session.clock_error_ns =
+				pgtrace_load32(pl + PGTRACE_SES(clock_error_ns));
+			r->session.uncovered = pgtrace_load32(pl + PGTRACE_SES(uncovered));
+			r->session.attach_us = pgtrace_load32(pl + PGTRACE_SES(attach_us));
+#undef PGTRACE_SES
 			r->has_session = true;
 			break;
 		case PAGETRACE_REC_STACKS: {
