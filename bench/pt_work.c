@@ -341,7 +341,7 @@ static void print_ms(const char *name, double *t, int n)
  * Seconds from @t0 (CLOCK_MONOTONIC) to the first event the session on @fd
  * could record, from its header; -1 if the header does not say (a module
  * before attach_us) or is over 64 KiB.  Fields are read in host order:
- * the format is little-endian, as the machines make bench runs on.
+ * the format is little-endian, and make bench runs on x86.
  */
 static double first_event_after(int fd, double t0)
 {

@@ -75,8 +75,9 @@
 #endif
 
 /*
- * The system's unbound workqueue: system_dfl_wq since 7.0, which logs a
- * warning for work queued on system_unbound_wq, its name before.
+ * The system's unbound workqueue: system_dfl_wq is its new name (6.17;
+ * Debian's 6.12 has it backported), and since 7.2 work queued on the old
+ * one, system_unbound_wq, logs a deprecation warning.
  */
 #ifdef PT_HAVE_SYSTEM_DFL_WQ
 #define pt_unbound_wq		system_dfl_wq

@@ -38,7 +38,7 @@ static __always_inline bool pt_in_task(void)
  * interrupt that allocates while a call of the task it interrupted is on
  * the task's rethook list runs in another.
  */
-static inline unsigned int pt_context(void)
+static __always_inline unsigned int pt_context(void)
 {
 	return (preempt_count() & (NMI_MASK | HARDIRQ_MASK)) |
 	       (in_serving_softirq() ? SOFTIRQ_OFFSET : 0);
@@ -50,7 +50,7 @@ static inline unsigned int pt_context(void)
  * turned into a jump does not): the caller's context is the handler's
  * without it.  For probes on functions no real NMI calls.
  */
-static inline unsigned int pt_probed_context(void)
+static __always_inline unsigned int pt_probed_context(void)
 {
 	unsigned int ctx = pt_context();
 

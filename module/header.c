@@ -26,7 +26,7 @@
 #include "clock.h"
 #include "pagetrace.h"
 
-/* The session record's layout is the format's: a field moved is a new format. */
+/* The session record's layout is the format's: moving a field breaks it. */
 static_assert(sizeof(struct pagetrace_rec_session) == 32);
 static_assert(offsetof(struct pagetrace_rec_session, attach_us) == 20);
 
@@ -219,8 +219,8 @@ int pt_header_build(struct pt_session *sess)
  * attaching took is measured only here: the header (and its copy in the
  * meta area) was built first.  Nobody reads either yet.  @attach_ns is
  * taken before any writer is published, so that no event of the session
- * precedes it; in microseconds, rounded down, and at least 1, as 0 says
- * "unknown" (traces of earlier versions).
+ * precedes it; in microseconds, rounded down, and at least 1 (attaching
+ * takes far longer), as 0 says "unknown" (traces of earlier versions).
  */
 void pt_header_set_attach(struct pt_session *sess, u64 attach_ns)
 {

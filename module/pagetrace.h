@@ -253,10 +253,10 @@ struct pt_session {
 	struct pt_filter	filter;
 
 	void			*header;	/* the stream header */
+	u64			start_mono_ns;	/* the header's, host order */
 	unsigned int		header_size;
 	unsigned int		snap_rec_off;	/* REC_SNAPSHOT payload, or 0 */
 	unsigned int		sess_rec_off;	/* REC_SESSION payload */
-	u64			start_mono_ns;	/* the header's, host order */
 	unsigned int		counters_rec_off; /* REC_COUNTERS payload */
 	unsigned int		counters_max;	/* its zones, and the stop's */
 	/* The zones' counters at stop (counters.c), filled in by stop */

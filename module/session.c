@@ -374,9 +374,9 @@ int pt_session_start(struct pt_session **out)
 	 * session nothing.
 	 */
 	sess->missed_base = pt_hooks_missed();
-	/* Before the first writer is published: no event precedes it. */
-	pt_header_set_attach(sess, ktime_get_ns() - sess->start_mono_ns);
 	pt_session_set_live(sess);
+	/* Right before the first writer is published: no event precedes it. */
+	pt_header_set_attach(sess, ktime_get_ns() - sess->start_mono_ns);
 	pt_writers_publish(sess);
 	WRITE_ONCE(pt_recording, true);
 	/*
