@@ -102,12 +102,14 @@ static void print_header(struct pgtrace_reader *r)
 		printf("# zone node=%u zone=%u name=%s pfn=0x%" PRIx64 "-0x%" PRIx64
 		       " present_pages=%" PRIu64 "\n", z[i].node, z[i].zone, z[i].name,
 		       z[i].start_pfn, z[i].end_pfn, z[i].present_pages);
-	if (s && s->attach_us)
-		printf("# session nr_bufs=%u backend=%u flush_ms=%u attach_us=%u\n",
-		       s->nr_bufs, s->backend, s->flush_ms, s->attach_us);
-	else if (s)
-		printf("# session nr_bufs=%u backend=%u flush_ms=%u attach_us=unknown\n",
-		       s->nr_bufs, s->backend, s->flush_ms);
+	if (!s)
+		return;
+	printf("# session nr_bufs=%u backend=%u flush_ms=%u attach_us=", s->nr_bufs,
+	       s->backend, s->flush_ms);
+	if (s->attach_us)
+		printf("%u\n", s->attach_us);
+	else
+		printf("unknown\n");
 }
 
 int cmd_dump(int argc, char **argv)
