@@ -29,6 +29,7 @@
 #include <linux/percpu.h>
 #include <linux/preempt.h>
 #include <linux/sched/clock.h>
+#include <linux/stop_machine.h>
 #include <linux/string.h>
 #include <linux/vmstat.h>
 
@@ -69,9 +70,9 @@ size_t pt_counters_size(unsigned int nr_zones)
  * readings of the free count: when those agree, no batch moved across
  * the reading, but for moves that cancel out.  Under load the free count
  * may never hold still for that long: up to @tries tries, then the
- * reading that moved least.  Before 6.0 the lists have no lock, and a
- * move on another CPU (interrupts off there) may fall between the two
- * counts unseen.
+ * reading that moved least.  Where the lists have no lock, the other
+ * CPUs stand still for the reading (pt_counters_run()), and one try
+ * holds.
  */
 static unsigned long pt_zone_free_read(struct zone *zone, unsigned int tries,
 				       unsigned long *free, unsigned long *pcp)
@@ -98,42 +99,6 @@ static unsigned long pt_zone_free_read(struct zone *zone, unsigned int tries,
 #define PT_COUNTERS_TRIES	5
 #define PT_COUNTERS_WAIT_MS	20
 
-/*
- * Whether a reading keeps preemption off: not where the per-CPU lists'
- * lock is a sleeping lock (PREEMPT_RT since 6.0; 5.10-rt's lists have no
- * lock, and are read without one).
- */
-#if defined(CONFIG_PREEMPT_RT) && defined(PT_HAVE_PCP_LOCK)
-#define PT_COUNTERS_HOLD	false
-#else
-#define PT_COUNTERS_HOLD	true
-#endif
-
-/*
- * A reading runs with preemption off from start to end (and at stop from
- * the writers' clearing on), so that it takes microseconds, not what a
- * preemption point lets the scheduler make of it: the stop's reading used
- * to follow the clearing through two mutexes and a cond_resched() per
- * zone, and in three stops of 26 on 6.1 a zone was 70 to 446 pages off,
- * the workload having allocated and freed untraced meanwhile, on every
- * CPU.  Interrupts on this CPU, and the other CPUs, still allocate during
- * the reading: at stop, their turned-away events are counted in the
- * spread (pt_counters_read_at_stop()).  Where the lists' lock sleeps
- * (PT_COUNTERS_HOLD false) the reading may sleep too, and what ran
- * meanwhile is counted the same way.
- */
-static void pt_counters_hold_cpu(void)
-{
-	if (PT_COUNTERS_HOLD)
-		preempt_disable();
-}
-
-static void pt_counters_release_cpu(void)
-{
-	if (PT_COUNTERS_HOLD)
-		preempt_enable();
-}
-
 /* An empty reading, of no zone: the time of now. */
 static void pt_counters_empty(struct pagetrace_rec_counters *rec,
 			      unsigned int max)
@@ -148,8 +113,9 @@ static void pt_counters_empty(struct pagetrace_rec_counters *rec,
  * reading across an online that the notifier did not see does (the
  * module loaded while it ran).
  *
- * Context: memory hot-remove held off (pt_mem_read_begin()); sleeps only
- * where the per-CPU lists' lock does (PT_COUNTERS_HOLD false).
+ * Context: memory hot-remove held off (pt_mem_read_begin()); in
+ * pt_counters_run()'s stretch, sleeping only where the per-CPU lists'
+ * lock does.
  */
 static void pt_counters_read_zones(struct pagetrace_rec_counters *rec,
 				   unsigned int max, bool *torn)
@@ -184,6 +150,126 @@ static void pt_counters_read_zones(struct pagetrace_rec_counters *rec,
 }
 
 /*
+ * A reading runs in one stretch of one CPU, so that it takes
+ * microseconds, not what a preemption point lets the scheduler make of
+ * it: the stop's reading used to follow the clearing through two mutexes
+ * and a cond_resched() per zone, and in three stops of 26 on 6.1 a zone
+ * was 70 to 446 pages off, the workload having allocated and freed
+ * untraced meanwhile, on every CPU.  How the stretch is held depends on
+ * what guards the per-CPU lists (pt_counters_run()):
+ *
+ *   lists' lock, a spinlock      preemption off; interrupts on this CPU,
+ *   (6.2; Debian's 6.1)          and the other CPUs, still allocate: what
+ *                                they do meanwhile widens the spread
+ *   lists' lock, sleeping        nothing held: the reading may sleep too,
+ *   (PREEMPT_RT, 6.2)            and what ran meanwhile is counted the
+ *                                same way
+ *   no lock, interrupts off      stop_machine(): every other CPU waits
+ *   (5.10; upstream to 6.1)      with its interrupts off, outside any
+ *                                allocator section.  A CPU's lists are
+ *                                changed with only its own interrupts
+ *                                off, a batch's move changing the free
+ *                                count and the list's count some way
+ *                                apart (a refill lowers the first under
+ *                                zone->lock and raises the second after
+ *                                dropping it), and a reading from another
+ *                                CPU may fall between the two with the
+ *                                free count holding still: 5.10 in the
+ *                                VM, a start reading one batch (15
+ *                                pages) off the trace, once in some
+ *                                hundreds.  The other CPUs stand still
+ *                                for the reading (microseconds a zone),
+ *                                at session start and stop.
+ *   no lock, sleeping            preemption off: a move on another CPU
+ *   (5.10's PREEMPT_RT)          may fall between the two counts unseen
+ *                                (stop_machine() would not help: a task
+ *                                may be preempted inside its CPU's lists)
+ */
+struct pt_counters_reading {
+	struct pagetrace_rec_counters	*rec;
+	unsigned int			max;
+	void				(*stop)(void *arg);	/* at stop */
+	void				*arg;
+	const struct pt_session		*sess;			/* at start */
+	bool				zones;	/* read them (memory held) */
+	bool				torn;
+};
+
+/*
+ * The reading itself: the stop, if any, then the zones, and how far the
+ * trace may be from them, into each zone's spread.
+ *
+ * At stop, the events the hooks turn away from @stop to the end of the
+ * reading are in the kernel's counts of the zones read after them and in
+ * no event (exact: no hook is turned away while every CPU has its
+ * writer).
+ *
+ * At start, the reading is stamped as it begins and reads the zones one
+ * after another, each CPU's lists in turn, while the other CPUs allocate
+ * and free (but under stop_machine()): a page freed meanwhile may be in
+ * the counts read later, its event (which fires before the page reaches a
+ * list) stamped after the reading's time.  The pages of every event
+ * written during the reading count.  Seen in the TCG VM with the host's
+ * thread of the reading vCPU descheduled: 610 pages of a munmap on the
+ * other CPU, in the counts and after the time.  The counts are read while
+ * their writers add to them, each a word added to in one instruction (a
+ * data race KCSAN would name).
+ *
+ * Either is an estimate, not a bound: an allocation hooked after the
+ * allocator's counts moved (a block taken off the lists whose allocation
+ * event comes after the reading: memcg charging may sleep in between),
+ * a batch of frees whose events came before the reading and whose pages
+ * reach the lists after, a kprobe's miss, are not in it.
+ */
+static int pt_counters_take(void *data)
+{
+	struct pt_counters_reading *r = data;
+	u64 moved;
+	unsigned int i;
+
+	if (r->stop) {
+		moved = pt_turned_away_pages();
+		r->stop(r->arg);
+	} else {
+		moved = pt_written_pages(r->sess);
+	}
+	if (!r->zones)
+		return 0;
+	pt_counters_read_zones(r->rec, r->max, &r->torn);
+	if (r->stop)
+		moved = pt_turned_away_pages() - moved;
+	else
+		moved = pt_written_pages(r->sess) - moved;
+	for (i = 0; i < pt_from_le32(r->rec->nr_zones); i++) {
+		struct pagetrace_zone_counters *z = &r->rec->zones[i];
+
+		z->spread_pages = pt_le64(pt_from_le64(z->spread_pages) +
+					  moved);
+	}
+	return 0;
+}
+
+#if !defined(PT_HAVE_PCP_LOCK) && !defined(CONFIG_PREEMPT_RT)
+static void pt_counters_run(struct pt_counters_reading *r)
+{
+	/* Returns what pt_counters_take() does: 0. */
+	stop_machine(pt_counters_take, r, NULL);
+}
+#elif defined(PT_HAVE_PCP_LOCK) && defined(CONFIG_PREEMPT_RT)
+static void pt_counters_run(struct pt_counters_reading *r)
+{
+	pt_counters_take(r);
+}
+#else
+static void pt_counters_run(struct pt_counters_reading *r)
+{
+	preempt_disable();
+	pt_counters_take(r);
+	preempt_enable();
+}
+#endif
+
+/*
  * Hold off memory hot-remove for the stop's reading, at a time no online
  * runs: a few tries, PT_COUNTERS_WAIT_MS apart, while the trace still
  * records.  0 and the online sequence it held at, or -EBUSY.
@@ -207,6 +293,9 @@ static int pt_counters_hold_memory(unsigned long *seq)
  * pt_counters_read - every populated zone's counters now
  * @rec: room for @max zones, filled in (entries past nr_zones zeroed)
  * @max: entries @rec has
+ * @sess: the session starting, hooks attached: the pages of its events
+ *	written during the reading widen each zone's spread
+ *	(pt_counters_take())
  *
  * No zone while memory is being offlined (memhotplug.c): the per-CPU
  * lists may be going away.  Nor when memory was onlined across every
@@ -221,24 +310,25 @@ static int pt_counters_hold_memory(unsigned long *seq)
  * being onlined or offlined, the reading moving that far from the
  * caller's instant).
  */
-void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
+void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max,
+		      const struct pt_session *sess)
 {
+	struct pt_counters_reading r = { .rec = rec, .max = max, .sess = sess };
 	unsigned int tries;
 
 	for (tries = 0; tries < PT_COUNTERS_TRIES; tries++) {
 		unsigned long seq;
-		bool torn;
 
 		if (tries)
 			msleep(PT_COUNTERS_WAIT_MS);
 		seq = pt_mem_online_seq();
 		if (seq & 1 || pt_mem_read_begin())
 			continue;
-		pt_counters_hold_cpu();
-		pt_counters_read_zones(rec, max, &torn);
-		pt_counters_release_cpu();
+		r.zones = true;
+		r.torn = true;
+		pt_counters_run(&r);
 		pt_mem_read_end();
-		if (!torn && pt_mem_online_seq() == seq)
+		if (!r.torn && pt_mem_online_seq() == seq)
 			return;
 	}
 	pt_counters_empty(rec, max);
@@ -248,8 +338,9 @@ void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
  * pt_counters_read_at_stop - end the trace, and read the counters then
  * @rec: as pt_counters_read()
  * @max: as pt_counters_read()
- * @stop: turns the hooks' events away; called with preemption off (except
- *	where the per-CPU lists' lock sleeps), and must not sleep
+ * @stop: turns the hooks' events away; called in pt_counters_run()'s
+ *	stretch (preemption off, or interrupts off in stop_machine()), and
+ *	must not sleep
  * @arg: its argument
  *
  * The trace ends at @stop, and the counters must be those of that
@@ -259,12 +350,8 @@ void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max)
  * memory online or offline as pt_counters_read() does; the record is
  * empty if one still runs then, or an online started across the reading.
  *
- * The events the hooks turn away from @stop to the end of the reading
- * are in the kernel's counts of the zones read after them and in no
- * event: their pages are added to every zone's @spread_pages, an
- * estimate of how far the reading may be off (an allocation hooked after
- * the allocator's counts moved, a kprobe's miss, are not in it; an
- * allocation and its free both are).
+ * The pages of the events the hooks turn away from @stop to the end of
+ * the reading are added to every zone's @spread_pages (pt_counters_take()).
  *
  * Context: process context; may sleep before @stop and after the reading.
  */
@@ -272,28 +359,15 @@ void pt_counters_read_at_stop(struct pagetrace_rec_counters *rec,
 			      unsigned int max, void (*stop)(void *arg),
 			      void *arg)
 {
-	unsigned long seq, away;
-	bool held, torn = true;
-	unsigned int i;
+	struct pt_counters_reading r = {
+		.rec = rec, .max = max, .stop = stop, .arg = arg, .torn = true,
+	};
+	unsigned long seq;
 
-	held = !pt_counters_hold_memory(&seq);
-	pt_counters_hold_cpu();
-	/* Exact: no hook is turned away while every CPU has its writer. */
-	away = pt_turned_away_pages();
-	stop(arg);
-	if (held)
-		pt_counters_read_zones(rec, max, &torn);
-	away = pt_turned_away_pages() - away;
-	pt_counters_release_cpu();
-	if (held)
+	r.zones = !pt_counters_hold_memory(&seq);
+	pt_counters_run(&r);
+	if (r.zones)
 		pt_mem_read_end();
-	if (torn || pt_mem_online_seq() != seq) {
+	if (r.torn || pt_mem_online_seq() != seq)
 		pt_counters_empty(rec, max);
-		return;
-	}
-	for (i = 0; i < pt_from_le32(rec->nr_zones); i++) {
-		struct pagetrace_zone_counters *z = &rec->zones[i];
-
-		z->spread_pages = pt_le64(pt_from_le64(z->spread_pages) + away);
-	}
 }

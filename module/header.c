@@ -273,34 +273,8 @@ void pt_header_set_counters(struct pt_session *sess)
 {
 	struct pagetrace_rec_counters *rec = sess->header +
 					     sess->counters_rec_off;
-	u64 written = pt_written_pages(sess);
-	unsigned int i;
 
-	pt_counters_read(rec, sess->counters_max);
-	/*
-	 * The reading is stamped as it begins, and reads the zones one after
-	 * another, each CPU's lists in turn, while the other CPUs allocate
-	 * and free: a page freed meanwhile may be in the counts read later,
-	 * its event (which fires before the page reaches a list) stamped
-	 * after the reading's time.  The pages of every event written during
-	 * the reading go into each zone's spread, as those turned away do at
-	 * stop (counters.c).  Seen in the TCG VM with the host's thread of
-	 * the reading vCPU descheduled: 610 pages of a munmap on the other
-	 * CPU, in the counts and after the time.  An estimate, not a bound:
-	 * a block taken off the lists whose allocation event comes after the
-	 * reading (memcg charging may sleep in between), or a batch of frees
-	 * whose events came before it and whose pages reach the lists after,
-	 * is not in it; retries while memory is onlined widen it.  The
-	 * counts are read while their writers add to them, each a word
-	 * added to in one instruction (a data race KCSAN would name).
-	 */
-	written = pt_written_pages(sess) - written;
-	for (i = 0; i < pt_from_le32(rec->nr_zones); i++) {
-		struct pagetrace_zone_counters *z = &rec->zones[i];
-
-		z->spread_pages = pt_le64(pt_from_le64(z->spread_pages) +
-					  written);
-	}
+	pt_counters_read(rec, sess->counters_max, sess);
 	memcpy((void *)sess->meta + sess->meta->header_offset +
 	       sess->counters_rec_off, rec,
 	       pt_counters_size(sess->counters_max));

@@ -450,7 +450,8 @@ void pt_mem_guard_exit(void);
 
 /* counters.c */
 size_t pt_counters_size(unsigned int nr_zones);
-void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max);
+void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max,
+		      const struct pt_session *sess);
 void pt_counters_read_at_stop(struct pagetrace_rec_counters *rec,
 			      unsigned int max, void (*stop)(void *arg),
 			      void *arg);

@@ -100,7 +100,11 @@ unsigned long pt_zone_pcp_pages_locked(struct zone *zone)
 	return n;
 }
 #else
-/* Before 6.0 a CPU's lists have no lock: only interrupts off guard them. */
+/*
+ * Before 6.0 a CPU's lists have no lock: only its interrupts off guard
+ * them, and a count is exact only while the other CPUs stand still
+ * (counters.c, pt_counters_run()).
+ */
 unsigned long pt_zone_pcp_pages_locked(struct zone *zone)
 {
 	return pt_zone_pcp_pages(zone);
