@@ -95,36 +95,49 @@ static int get_counters(int fd, unsigned int which, void **out, uint32_t *size)
 	return 0;
 }
 
-/* A mixed load until killed: page cache, anonymous memory, forks. */
+/*
+ * A mixed load until killed: page cache, anonymous memory, forks.
+ *
+ * Its units are small, for the start is read under it: an allocation in
+ * flight on another CPU while the counters are read (its pages counted,
+ * its event not yet written) is on one side only, and so is a batch of
+ * frees (free_unref_page_list() and its successors write every page's
+ * event first, then put the pages on the lists; seen on 6.1: 344 pages of
+ * a munmap()'s gather batch, events before the reading, pages after).
+ * So single pages, not a THP's 512 (5% of a zone of this VM's), and
+ * memory given back LOAD_PIECE at a time, not a whole munmap() or
+ * truncation's hundreds of pages.
+ */
+#define LOAD_SIZE	(4 << 20)
+#define LOAD_PIECE	(8 * 4096)
+
 static void load(void)
 {
 	char buf[65536];
 
 	memset(buf, 0x5a, sizeof(buf));
 	for (;;) {
-		int fd = open(LOAD_FILE, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fd = open(LOAD_FILE, O_RDWR | O_CREAT | O_TRUNC, 0600);
 		char *m;
 		pid_t pid;
 
-		for (int i = 0; fd >= 0 && i < 64; i++)
+		for (int i = 0; fd >= 0 && i < LOAD_SIZE / (int)sizeof(buf); i++)
 			if (write(fd, buf, sizeof(buf)) < 0)
+				break;
+		for (off_t len = LOAD_SIZE; fd >= 0 && len > 0; len -= LOAD_PIECE)
+			if (ftruncate(fd, len - LOAD_PIECE))
 				break;
 		if (fd >= 0)
 			close(fd);
 		unlink(LOAD_FILE);
-		m = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE,
+		m = mmap(NULL, LOAD_SIZE, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m != MAP_FAILED) {
-			/*
-			 * Single pages: an allocation in flight on another CPU
-			 * while the counters are read (its pages counted, its
-			 * event not yet written) is on one side only, and a
-			 * THP's 512 pages are 5% of a zone of this VM's.
-			 */
-			madvise(m, 4 << 20, MADV_NOHUGEPAGE);
-			for (size_t off = 0; off < (4 << 20); off += 4096)
+			madvise(m, LOAD_SIZE, MADV_NOHUGEPAGE);
+			for (size_t off = 0; off < LOAD_SIZE; off += 4096)
 				m[off] = 1;
-			munmap(m, 4 << 20);
+			for (size_t off = 0; off < LOAD_SIZE; off += LOAD_PIECE)
+				munmap(m + off, LOAD_PIECE);
 		}
 		pid = fork();
 		if (pid == 0)
