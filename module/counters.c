@@ -12,12 +12,14 @@
  *          finish an event meanwhile), into the session, for
  *          PAGETRACE_IOC_COUNTERS
  *
- * A reading stops nothing: the free count is the zone's NR_FREE_PAGES with
- * every CPU's pending delta folded in (zone_page_state_snapshot()), read
- * before and after the per-CPU lists' counts (pt_zone_free_read()), and
- * how far it moved meanwhile is recorded with the zone (@spread_pages).
- * The allocator keeps running on other CPUs, so a reading holds to within
- * what it does in the microseconds of the walk.  NR_FREE_PAGES leaves out
+ * The free count is the zone's NR_FREE_PAGES with every CPU's pending
+ * delta folded in (zone_page_state_snapshot()), read before and after the
+ * per-CPU lists' counts (pt_zone_free_read()), and how far it moved
+ * meanwhile is recorded with the zone (@spread_pages).  Where the lists
+ * have a lock, the allocator keeps running on other CPUs, so a reading
+ * holds to within what it does in the microseconds of the reading; where
+ * they have none, the other CPUs are stopped for it (pt_counters_run()).
+ * NR_FREE_PAGES leaves out
  * the free pages of isolated pageblocks (offlining, alloc_contig_range()),
  * which the snapshot also lists as allocated: both sides count them in
  * use.
@@ -49,18 +51,20 @@ size_t pt_counters_size(unsigned int nr_zones)
 }
 
 /*
- * How long a reading may keep preemption off trying each zone again (see
- * pt_zone_free_read()): past it, each remaining zone gets one try.  On a
- * machine of a thousand CPUs one try of a zone is some thousands of
- * remote cache lines; the budget keeps the whole reading to a few
- * milliseconds there.  On a machine of a few CPUs it never comes into play.
+ * How long a reading may keep preemption off (or, under stop_machine(),
+ * every CPU waiting) trying each zone again (see pt_zone_free_read()):
+ * past it, each remaining zone gets one try.  On a machine of a thousand
+ * CPUs one try of a zone is some thousands of remote cache lines; the
+ * budget keeps the whole reading to a few milliseconds there.  On a
+ * machine of a few CPUs it never comes into play.
  */
 #define PT_COUNTERS_BUDGET_NS	(1000 * 1000)
 #define PT_COUNTERS_ZONE_TRIES	8
 
 /*
  * @zone's free pages and the pages on its per-CPU lists, as of one instant
- * as nearly as can be read without stopping the allocator; returns how far
+ * as nearly as can be read (the allocator running on, where the lists have
+ * a lock: pt_counters_run()); returns how far
  * the free count moved while the lists were read (0: consistent).
  *
  * The allocator moves a batch between the free lists and a CPU's list
@@ -70,9 +74,9 @@ size_t pt_counters_size(unsigned int nr_zones)
  * readings of the free count: when those agree, no batch moved across
  * the reading, but for moves that cancel out.  Under load the free count
  * may never hold still for that long: up to @tries tries, then the
- * reading that moved least.  Where the lists have no lock, the other
- * CPUs stand still for the reading (pt_counters_run()), and one try
- * holds.
+ * reading that moved least.  Where the lists have no lock (but on
+ * PREEMPT_RT), the other CPUs stand still for the reading
+ * (pt_counters_run()), and one try holds.
  */
 static unsigned long pt_zone_free_read(struct zone *zone, unsigned int tries,
 				       unsigned long *free, unsigned long *pcp)
@@ -149,42 +153,6 @@ static void pt_counters_read_zones(struct pagetrace_rec_counters *rec,
 	rec->nr_zones = pt_le32(n);
 }
 
-/*
- * A reading runs in one stretch of one CPU, so that it takes
- * microseconds, not what a preemption point lets the scheduler make of
- * it: the stop's reading used to follow the clearing through two mutexes
- * and a cond_resched() per zone, and in three stops of 26 on 6.1 a zone
- * was 70 to 446 pages off, the workload having allocated and freed
- * untraced meanwhile, on every CPU.  How the stretch is held depends on
- * what guards the per-CPU lists (pt_counters_run()):
- *
- *   lists' lock, a spinlock      preemption off; interrupts on this CPU,
- *   (6.2; Debian's 6.1)          and the other CPUs, still allocate: what
- *                                they do meanwhile widens the spread
- *   lists' lock, sleeping        nothing held: the reading may sleep too,
- *   (PREEMPT_RT, 6.2)            and what ran meanwhile is counted the
- *                                same way
- *   no lock, interrupts off      stop_machine(): every other CPU waits
- *   (5.10; upstream to 6.1)      with its interrupts off, outside any
- *                                allocator section.  A CPU's lists are
- *                                changed with only its own interrupts
- *                                off, a batch's move changing the free
- *                                count and the list's count some way
- *                                apart (a refill lowers the first under
- *                                zone->lock and raises the second after
- *                                dropping it), and a reading from another
- *                                CPU may fall between the two with the
- *                                free count holding still: 5.10 in the
- *                                VM, a start reading one batch (15
- *                                pages) off the trace, once in some
- *                                hundreds.  The other CPUs stand still
- *                                for the reading (microseconds a zone),
- *                                at session start and stop.
- *   no lock, sleeping            preemption off: a move on another CPU
- *   (5.10's PREEMPT_RT)          may fall between the two counts unseen
- *                                (stop_machine() would not help: a task
- *                                may be preempted inside its CPU's lists)
- */
 struct pt_counters_reading {
 	struct pagetrace_rec_counters	*rec;
 	unsigned int			max;
@@ -196,8 +164,10 @@ struct pt_counters_reading {
 };
 
 /*
- * The reading itself: the stop, if any, then the zones, and how far the
- * trace may be from them, into each zone's spread.
+ * The reading itself, in pt_counters_run()'s stretch (under stop_machine()
+ * on the first online CPU's stopper thread, interrupts off): the stop, if
+ * any, then the zones, and how far the trace may be from them, into each
+ * zone's spread.
  *
  * At stop, the events the hooks turn away from @stop to the end of the
  * reading are in the kernel's counts of the zones read after them and in
@@ -249,25 +219,81 @@ static int pt_counters_take(void *data)
 	return 0;
 }
 
-#if !defined(PT_HAVE_PCP_LOCK) && !defined(CONFIG_PREEMPT_RT)
-static void pt_counters_run(struct pt_counters_reading *r)
-{
-	/* Returns what pt_counters_take() does: 0. */
-	stop_machine(pt_counters_take, r, NULL);
-}
-#elif defined(PT_HAVE_PCP_LOCK) && defined(CONFIG_PREEMPT_RT)
-static void pt_counters_run(struct pt_counters_reading *r)
-{
-	pt_counters_take(r);
-}
+/*
+ * A reading runs in one stretch, so that it takes microseconds, not what
+ * a preemption point lets the scheduler make of it: the stop's reading
+ * used to follow the clearing through two mutexes and a cond_resched()
+ * per zone, and in three stops of 26 on 6.1 a zone was 70 to 446 pages
+ * off, the workload having allocated and freed untraced meanwhile, on
+ * every CPU.  How the stretch is held depends on what guards the per-CPU
+ * lists:
+ *
+ *   lists' lock, a spinlock      preemption off; interrupts on this CPU,
+ *   (6.0 and later)              and the other CPUs, still allocate: what
+ *                                they do meanwhile widens the spread
+ *   lists' lock, sleeping        nothing held: the reading may sleep too,
+ *   (PREEMPT_RT, 6.0 and later)  and what ran meanwhile is counted the
+ *                                same way
+ *   no lock, interrupts off      stop_machine(): every other CPU waits
+ *   (before 6.0: 5.10)           with its interrupts off, outside any
+ *                                allocator section.  A CPU's lists are
+ *                                changed with only its own interrupts
+ *                                off, a batch's move changing the free
+ *                                count and the list's count some way
+ *                                apart (a refill lowers the first under
+ *                                zone->lock and raises the second after
+ *                                dropping it), and a reading from another
+ *                                CPU may fall between the two with the
+ *                                free count holding still: 5.10 in the
+ *                                VM, a start reading one batch (15
+ *                                pages) off the trace, once in some
+ *                                hundreds.
+ *   no lock, sleeping            preemption off: a move on another CPU
+ *   (5.10's PREEMPT_RT)          may fall between the two counts unseen
+ *                                (stop_machine() would not help: a task
+ *                                may be preempted inside its CPU's lists)
+ *
+ * stop_machine() costs every CPU a stop, twice a session: the rendezvous
+ * waits for the slowest CPU to reach a point where it may be preempted
+ * (milliseconds on a PREEMPT_VOLUNTARY kernel, or with vCPUs the host has
+ * descheduled), nohz_full CPUs included, and the reading then takes a few
+ * remote cache lines per CPU and zone.  Each CPU's count read on that CPU
+ * in an IPI would be before or after a move, never in its middle, too,
+ * without stopping anyone; but under load the free count moves on while
+ * the IPIs go round (5.10 in the TCG VM: 200 to 3,600 pages each try),
+ * and the reading is then as far off.  On a fully preemptible kernel
+ * without the lock (upstream 5.10 with CONFIG_PREEMPT), the vmstat
+ * worker's fold of a CPU's pending delta into the zone's count (an
+ * exchange, then an add) may be preempted by the stop between its two
+ * steps, a reading then missing up to the stat threshold's pages; Debian's
+ * 5.10 is PREEMPT_VOLUNTARY, where it cannot.
+ */
+#ifdef PT_HAVE_PCP_LOCK
+#define PT_PCP_LOCKED	true
 #else
+#define PT_PCP_LOCKED	false
+#endif
+
 static void pt_counters_run(struct pt_counters_reading *r)
 {
+	bool locked = PT_PCP_LOCKED;
+
+	if (locked && IS_ENABLED(CONFIG_PREEMPT_RT)) {
+		pt_counters_take(r);
+		return;
+	}
+	/*
+	 * Without zones to read (memory not held at stop) only the writers'
+	 * clearing is left, which needs no stop.  stop_machine() returns
+	 * what pt_counters_take() does, 0, if it ran it.
+	 */
+	if (!locked && !IS_ENABLED(CONFIG_PREEMPT_RT) && r->zones &&
+	    !WARN_ON_ONCE(stop_machine(pt_counters_take, r, NULL)))
+		return;
 	preempt_disable();
 	pt_counters_take(r);
 	preempt_enable();
 }
-#endif
 
 /*
  * Hold off memory hot-remove for the stop's reading, at a time no online
@@ -308,7 +334,9 @@ static int pt_counters_hold_memory(unsigned long *seq)
  *
  * Context: process context; may sleep (up to about 80 ms while memory is
  * being onlined or offlined, the reading moving that far from the
- * caller's instant).
+ * caller's instant).  Where the per-CPU lists have no lock, takes
+ * cpus_read_lock() (stop_machine()): not from a CPU hotplug callback, nor
+ * with that lock held.
  */
 void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max,
 		      const struct pt_session *sess)
@@ -339,12 +367,13 @@ void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max,
  * @rec: as pt_counters_read()
  * @max: as pt_counters_read()
  * @stop: turns the hooks' events away; called in pt_counters_run()'s
- *	stretch (preemption off, or interrupts off in stop_machine()), and
- *	must not sleep
+ *	stretch (preemption off; or, where the per-CPU lists have no lock,
+ *	on another CPU's stopper thread with interrupts off), and must not
+ *	sleep
  * @arg: its argument
  *
  * The trace ends at @stop, and the counters must be those of that
- * instant: @stop and the reading run in one stretch of this CPU, with no
+ * instant: @stop and the reading run in one stretch of one CPU, with no
  * second try (a reading after the trace's end would be of a later
  * instant).  Before it, while the trace still records, it waits out a
  * memory online or offline as pt_counters_read() does; the record is
@@ -354,6 +383,7 @@ void pt_counters_read(struct pagetrace_rec_counters *rec, unsigned int max,
  * the reading are added to every zone's @spread_pages (pt_counters_take()).
  *
  * Context: process context; may sleep before @stop and after the reading.
+ * Takes cpus_read_lock() as pt_counters_read() does.
  */
 void pt_counters_read_at_stop(struct pagetrace_rec_counters *rec,
 			      unsigned int max, void (*stop)(void *arg),

@@ -18,10 +18,12 @@
  *                    PT_COUNTERS_TOLERANCE (per mille of the kernel's
  *                    count, default 1: 0.1%; at least 2 pages) at start
  *                    (under the load) and at stop (the load stopped
- *                    just before: see there).  The load's anonymous
- *                    memory is in single pages: a block allocated on
+ *                    just before: see there).  The load allocates
+ *                    single pages and gives memory back 8 pages at a
+ *                    time: a block allocated, or a batch freed, on
  *                    another CPU during the reading is on one side only
- *                    (seen on 5.10: one THP, 512 pages, at the stop)
+ *                    (seen on 5.10: one THP, 512 pages, at the stop; on
+ *                    6.1: 344 pages of a munmap() at the start)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -105,8 +107,9 @@ static int get_counters(int fd, unsigned int which, void **out, uint32_t *size)
  * event first, then put the pages on the lists; seen on 6.1: 344 pages of
  * a munmap()'s gather batch, events before the reading, pages after).
  * So single pages, not a THP's 512 (5% of a zone of this VM's), and
- * memory given back LOAD_PIECE at a time, not a whole munmap() or
- * truncation's hundreds of pages.
+ * memory given back LOAD_PIECE at a time: a whole munmap() frees a gather
+ * batch (up to some 500 pages) at once, and a truncation a batch of 15 or
+ * 31 folios, which may be large ones where the page cache has them (7.x).
  */
 #define LOAD_SIZE	(4 << 20)
 #define LOAD_PIECE	(8 * 4096)
@@ -117,7 +120,7 @@ static void load(void)
 
 	memset(buf, 0x5a, sizeof(buf));
 	for (;;) {
-		int fd = open(LOAD_FILE, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		int fd = open(LOAD_FILE, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		char *m;
 		pid_t pid;
 
