@@ -17,13 +17,13 @@
  * CPU and zone, taken as the kernel's drain_pages_zone() takes it from
  * another CPU: the allocator's own trylock on that CPU then fails over to
  * the buddy lists).  Where the lists have no such lock (before 6.0),
- * 5.10 touches a CPU's lists only on that
- * CPU with its interrupts off: they are read there, in a function call
- * IPI, as that layout has them (one list of single pages per migratetype,
- * in the per-CPU pageset; PT_HAVE_PCP_PAGESET).  Not on PREEMPT_RT, whose
- * 5.10 guards them with a sleeping per-CPU lock and interrupts on, nor
- * on 5.14-5.19 upstream: there the set is not built, and the walk keeps the
- * old rule (zero count, on no list: free).
+ * 5.10 touches a CPU's lists only on that CPU with its interrupts off:
+ * they are read there, in a function call IPI, as that layout has them
+ * (one list of single pages per migratetype, in the per-CPU pageset;
+ * PT_HAVE_PCP_PAGESET).  Not on PREEMPT_RT, whose 5.10 guards them with
+ * a sleeping per-CPU lock and interrupts on, nor on 5.14-5.19 upstream:
+ * there the set is not built, and the walk keeps the old rule (zero
+ * count, on no list: free).
  *
  * Memory hot-remove, which frees a zone's lists, is held off meanwhile
  * (memhotplug.c, by the snapshot that calls in here).
