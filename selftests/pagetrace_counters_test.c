@@ -23,7 +23,10 @@
  *                    time: a block allocated, or a batch freed, on
  *                    another CPU during the reading is on one side only
  *                    (seen on 5.10: one THP, 512 pages, at the stop; on
- *                    6.1: 344 pages of a munmap() at the start)
+ *                    6.1: 344 pages of a munmap() at the start).  A
+ *                    zone short by what compaction may have held at a
+ *                    reading (compaction_work()) is measured again, up
+ *                    to COUNTERS_TRIES sessions in all
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -218,6 +221,46 @@ TEST(ioctl_counters)
 }
 
 /*
+ * Compaction's work so far, from /proc/vmstat: the pages its scanners
+ * looked at and took (0 without CONFIG_COMPACTION).  Its free scanner
+ * takes free blocks off the free lists whole and holds them until it
+ * hands each out as a migration target (an allocation event) or gives it
+ * back (a free): meanwhile they are in neither the kernel's free count
+ * nor the trace's pages in use, and a reading that falls then has the
+ * kernel's count over the trace's by them.  Seen on 7.3-cloud: a stop 512
+ * pages short, a THP-sized free block (once in some 35 runs); on 7.3 with
+ * compaction forced every 20 ms, a stop 31 pages short (once in 8).  No
+ * counter says what compaction holds at an instant, so the test looks
+ * for its work around each reading instead: a zone short where none was
+ * done is a failure.
+ */
+static uint64_t compaction_work(void)
+{
+	static const char *const names[] = {
+		"compact_migrate_scanned", "compact_free_scanned", "compact_isolated",
+	};
+	char buf[16384];
+	uint64_t sum = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t len = strlen(names[i]);
+
+		for (char *p = buf; (p = strstr(p, names[i])); p += len)
+			if ((p == buf || p[-1] == '\n') && p[len] == ' ')
+				sum += strtoull(p + len + 1, NULL, 10);
+	}
+	return sum;
+}
+
+/*
  * Read the stream for @ms as a recorder does: a reader that waits for the
  * stop lets the buffers fill under the load (seen on 6.12: 3,451 of
  * 131,817 events lost), and each lost event leaves a zone's count off.
@@ -255,11 +298,16 @@ struct start_zone {
 	uint64_t	spread;
 };
 
-static void check_zone(struct __test_metadata *_metadata,
+/*
+ * Returns true (nothing expected) where @z's trace is short of the kernel
+ * past the tolerance and compaction worked around the reading
+ * (@compacted): another session is due.
+ */
+static bool check_zone(struct __test_metadata *_metadata,
 		       const struct pgtrace_analysis *a,
 		       const struct pgtrace_zone_counters *z, bool start,
 		       long per_mille, bool pcp, uint64_t taken_free,
-		       struct start_zone *at_start)
+		       struct start_zone *at_start, bool compacted)
 {
 	int64_t kernel = pgtrace_zone_counters_in_use(z), trace, diff, tol;
 	unsigned int i;
@@ -267,7 +315,9 @@ static void check_zone(struct __test_metadata *_metadata,
 	for (i = 0; i < a->nr_zones; i++)
 		if (a->zones[i].node == z->node && a->zones[i].zone == z->zone)
 			break;
-	ASSERT_LT(i, a->nr_zones) TH_LOG("no zone record for %u:%u", z->node, z->zone);
+	EXPECT_LT(i, a->nr_zones) TH_LOG("no zone record for %u:%u", z->node, z->zone);
+	if (i == a->nr_zones)
+		return false;
 	trace = start ? a->zone_stats[i].in_use_at_counters : a->zone_stats[i].in_use;
 	diff = trace - kernel;
 	/*
@@ -284,29 +334,44 @@ static void check_zone(struct __test_metadata *_metadata,
 	       (long long)trace, (long long)diff, (long long)tol,
 	       (unsigned long long)z->spread_pages);
 	if (pcp) {
+		if (compacted && diff < -tol)
+			return true;
 		EXPECT_LE(diff < 0 ? -diff : diff, tol);
-		return;
+		return false;
 	}
 	EXPECT_LE(diff, tol);
 	if (start) {
 		/* Short by at most the pages the snapshot took as free. */
+		if (compacted && -diff > (int64_t)taken_free + tol)
+			return true;
 		EXPECT_LE(-diff, (int64_t)taken_free + tol);
 		at_start[i].diff = diff;
 		at_start[i].spread = z->spread_pages;
-		return;
+		return false;
 	}
 	/* A zone the start's reading did not have (none: memory hotplug). */
 	if (at_start[i].diff == INT64_MIN)
-		return;
+		return false;
 	diff -= at_start[i].diff;
 	TH_LOG("  no per-CPU lists in the snapshot: stop against start %+lld", (long long)diff);
-	EXPECT_LE(diff < 0 ? -diff : diff, tol + (int64_t)at_start[i].spread);
+	tol += (int64_t)at_start[i].spread;
+	/* Either reading may have been short by compaction's pages. */
+	if (compacted && (diff < 0 ? -diff : diff) > tol)
+		return true;
+	EXPECT_LE(diff < 0 ? -diff : diff, tol);
+	return false;
 }
 
-TEST(in_use_matches)
+/*
+ * One session under the load, its readings checked: true where a zone was
+ * short by what compaction may have held and @last is false (another
+ * session is due; the zones' checks left out).
+ */
+static bool in_use_once(struct __test_metadata *_metadata, long per_mille,
+			bool last)
 {
-	const char *env = getenv("PT_COUNTERS_TOLERANCE");
-	long per_mille = env && *env ? strtol(env, NULL, 0) : 1;
+	uint64_t work[4] = { 0 };	/* compaction_work(): start, stop */
+	bool compacted[2], again = false;
 	const struct pgtrace_kernel_counters *kc[2];
 	struct pagetrace_chunk ch = { 0 };
 	struct pgtrace_reader *r = NULL;
@@ -327,9 +392,15 @@ TEST(in_use_matches)
 		load();
 	usleep(200000);
 	/* The snapshot is taken under the load, and the session runs under it. */
+	work[0] = compaction_work();
 	ret = start_with_snapshot(&fd, &b, &hi);
+	work[1] = compaction_work();
 	if (!ret)
-		ret = read_for(fd, &b, 2000);
+		ret = read_for(fd, &b, 1900);
+	/* Compaction's work from 100 ms before the stop to after it. */
+	work[2] = compaction_work();
+	if (!ret)
+		ret = read_for(fd, &b, 100);
 	/*
 	 * The stop is read at rest: a batch of frees is in flight from its
 	 * events (free_pages_prepare(), for the whole batch first) to its
@@ -342,6 +413,7 @@ TEST(in_use_matches)
 		waitpid(pid, NULL, WUNTRACED);
 	if (!ret)
 		ret = ioctl(fd, PAGETRACE_IOC_STOP) ? -errno : 0;
+	work[3] = compaction_work();
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	unlink(LOAD_FILE);
@@ -415,14 +487,40 @@ TEST(in_use_matches)
 	ASSERT_NE(NULL, at_start);
 	for (unsigned int i = 0; i <= a.nr_zones; i++)
 		at_start[i].diff = INT64_MIN;
-	for (unsigned int w = 0; w < 2; w++)
+	compacted[0] = work[1] != work[0];
+	compacted[1] = work[3] != work[2];
+	TH_LOG("compaction's work around the start reading: %llu pages, the stop: %llu",
+	       (unsigned long long)(work[1] - work[0]),
+	       (unsigned long long)(work[3] - work[2]));
+	for (unsigned int w = 0; w < 2; w++) {
+		/* Without the lists, the stop is checked against the start. */
+		bool c = !last && (compacted[w] || (!pcp && compacted[0]));
+
 		for (unsigned int i = 0; i < kc[w]->nr_zones; i++)
-			check_zone(_metadata, &a, &kc[w]->zones[i], w == 0, per_mille, pcp,
-				   snap->taken_free, at_start);
+			again |= check_zone(_metadata, &a, &kc[w]->zones[i], w == 0,
+					    per_mille, pcp, snap->taken_free, at_start, c);
+	}
 	free(at_start);
 	pgtrace_analysis_free(&a);
 	pgtrace_reader_close(r);
 	pt_st_buf_free(&b);
+	return again;
+}
+
+/* Sessions of in_use_matches, the last one's compaction no excuse. */
+#define COUNTERS_TRIES	3
+
+TEST(in_use_matches)
+{
+	const char *env = getenv("PT_COUNTERS_TOLERANCE");
+	long per_mille = env && *env ? strtol(env, NULL, 0) : 1;
+
+	for (unsigned int t = 1; t <= COUNTERS_TRIES; t++) {
+		if (!in_use_once(_metadata, per_mille, t == COUNTERS_TRIES))
+			break;
+		TH_LOG("session %u: a zone short by what compaction may have held at a reading: again",
+		       t);
+	}
 }
 
 TEST_HARNESS_MAIN
