@@ -250,7 +250,6 @@ int pt_filter_setup(struct pt_filter *f)
 		    PT_FILTER_ORDERS : 0) |
 		   (f->all_nodes ? 0 : PT_FILTER_NODES) |
 		   (f->fast.cgrp ? PT_FILTER_CGROUP : 0);
-	f->active = f->tests;
 	/*
 	 * A filter of one kind makes its test alone; several kinds start
 	 * with the order test on an empty table, which sends every event on

@@ -82,8 +82,8 @@ struct pt_filter_fast {
  *	  pt_writers_publish(); its @keep is set for a filter of types and
  *	  orders alone
  * @kind: enum pt_filter_kind: the test to make first
- * @tests: PT_FILTER_*: the tests to make
- * @active: any of the rest leaves something out
+ * @tests: PT_FILTER_*: the tests to make, 0 for none (the filter keeps
+ *	   every event)
  * @all_nodes: every node kept, @fast.nodes not looked at
  * @types: BIT(PAGETRACE_EV_*) of the types kept
  * @orders: BIT_ULL(order) of the orders kept
@@ -95,7 +95,6 @@ struct pt_filter {
 	struct pt_filter_fast fast;
 	u8		kind;
 	u8		tests;
-	bool		active;
 	bool		all_nodes;
 	u8		types;
 	u64		orders;

@@ -337,7 +337,7 @@ int pt_session_start(struct pt_session **out)
 	ret = pt_filter_setup(&sess->filter);
 	if (ret)
 		goto free_session;
-	if (sess->filter.active)
+	if (sess->filter.tests)
 		sess->header_flags |= PAGETRACE_FLAG_FILTERED;
 	ret = pt_buffers_alloc(sess);
 	if (ret)

@@ -521,7 +521,7 @@ void pt_writers_publish(struct pt_session *sess)
 	for_each_possible_cpu(cpu) {
 		struct pt_cpu *c = &sess->cpus[cpu];
 
-		c->checks = (sess->filter.active ? PT_CHECK_FILTER : 0) |
+		c->checks = (sess->filter.tests ? PT_CHECK_FILTER : 0) |
 			    (c->stacks ? PT_CHECK_SAMPLE : 0);
 		c->filter_kind = sess->filter.kind;
 		c->filter_fast = sess->filter.fast;
