@@ -49,6 +49,8 @@
 
 #include <linux/pagetrace.h>
 
+#include "libpagetrace.h"
+
 #define PAGE	4096L
 
 static double now(void)
@@ -339,43 +341,25 @@ static void print_ms(const char *name, double *t, int n)
 
 /*
  * Seconds from @t0 (CLOCK_MONOTONIC) to the first event the session on @fd
- * could record, from its header; -1 if the header does not say (a module
- * before attach_us) or is over 64 KiB.  Fields are read in host order:
- * the format is little-endian, and make bench runs on x86.
+ * could record, from its header (libpagetrace reads it); -1 if the header
+ * does not say (a module before attach_us) or does not decode.
  */
 static double first_event_after(int fd, double t0)
 {
-	static char buf[1 << 16];
-	const struct pagetrace_header *h = (const void *)buf;
-	size_t got = 0, off;
-	ssize_t n;
+	const struct pagetrace_header *h;
+	const struct pgtrace_session *s;
+	struct pgtrace_reader *r = NULL;
+	double t = -1;
 
-	while (got < sizeof(*h) ||
-	       (got < h->header_size && got < sizeof(buf))) {
-		n = read(fd, buf + got, sizeof(buf) - got);
-		if (n <= 0)
-			return -1;
-		got += n;
+	if (!pgtrace_reader_open_fd(&r, fd, 0)) {
+		h = pgtrace_reader_header(r);
+		s = pgtrace_reader_session(r);
+		if (s && s->attach_us)
+			t = h->start_mono_ns / 1e9 - t0 + s->attach_us / 1e6;
 	}
-	if (h->header_size > got)
-		return -1;
-	for (off = sizeof(*h); off + sizeof(struct pagetrace_record) <= h->header_size;) {
-		struct pagetrace_record rec;
-		struct pagetrace_rec_session ses;
-
-		memcpy(&rec, buf + off, sizeof(rec));
-		off += sizeof(rec);
-		if (rec.type == PAGETRACE_REC_END || off + rec.size > h->header_size)
-			break;
-		if (rec.type == PAGETRACE_REC_SESSION && rec.size >= sizeof(ses)) {
-			memcpy(&ses, buf + off, sizeof(ses));
-			if (!ses.attach_us)
-				return -1;
-			return h->start_mono_ns / 1e9 - t0 + ses.attach_us / 1e6;
-		}
-		off += (rec.size + 7) & ~7u;
-	}
-	return -1;
+	if (r)
+		pgtrace_reader_close(r);
+	return t;
 }
 
 static int run_sessions(const char *dev, int n)

@@ -94,7 +94,9 @@ fi
 echo "== building the static pagetrace CLI and bench/pt_work" >&2
 make -s static >/dev/null
 mkdir -p build/bench
-cc -O2 -Wall -Iuapi -static -o build/bench/pt_work bench/pt_work.c
+# pt_work reads a session's header with libpagetrace, as built for the CLI.
+cc -O2 -Wall -Iuapi -Iuserspace/lib -static -o build/bench/pt_work bench/pt_work.c \
+	build/static/userspace/lib/libpagetrace.a -lpthread -lm
 
 # The recorders the guest gets, with their libraries (vm-run.sh --bin).
 BINS=()
