@@ -834,12 +834,13 @@ static int pt_probe_register(struct pt_probe *p)
 }
 
 /*
- * Detach every probe registered, kprobes and kretprobes each in one batch:
- * unregistering waits for an RCU grace period, and a batch waits once for
- * all its probes (a session stop under TCG took a second with one wait per
- * probe).
+ * Detach every probe registered of @kind: kprobes and kretprobes each in
+ * one batch (unregistering waits for an RCU grace period, and a batch
+ * waits once for all its probes: a session stop under TCG took a second
+ * with one wait per probe); tracepoint probes one by one, their handlers
+ * still running after it (tracepoint_synchronize_unregister()).
  */
-static void pt_probes_unregister(void)
+static void pt_probes_unregister(enum pt_kind kind)
 {
 	struct kretprobe *rps[PT_MAX_HOOKS];
 	struct kprobe *kps[PT_MAX_HOOKS];
@@ -848,7 +849,7 @@ static void pt_probes_unregister(void)
 	for (i = 0; i < pt_nr_probes; i++) {
 		struct pt_probe *p = &pt_probes[i];
 
-		if (!p->registered)
+		if (!p->registered || p->hook->kind != kind)
 			continue;
 		switch (p->hook->kind) {
 		case PT_KPROBE:
@@ -922,17 +923,33 @@ unregister_probes:
 	return ret;
 }
 
-/* Detach every probe; returns once no handler runs any more. */
+/*
+ * Detach every probe; returns once no handler runs any more.
+ *
+ * The kretprobes' rethooks, published for the calls-in-flight lookups
+ * (pt_bulk_rh, pt_contig_rh), are unpublished first, and every handler
+ * that may have loaded one is waited for before unregister_kretprobes()
+ * frees them (after an RCU grace period, which waits for kprobe handlers:
+ * they run with preemption off).  Tracepoint probes may be preempted on
+ * 7.x (tracepoint_srcu), past any RCU grace period, so they are detached
+ * and waited for before the kretprobes go: a probe holding a freed
+ * rethook's address could otherwise find another rethook allocated there
+ * and take its call's data for ours.  No event is lost by the lookups'
+ * ending first: the writers are cleared before the detach, or were never
+ * published (a failed start).
+ */
 void pt_hooks_unregister(void)
 {
-	pt_probes_unregister();
-	if (pt_have_tracepoints)
-		tracepoint_synchronize_unregister();
-	WRITE_ONCE(pt_have_tracepoints, false);
 #ifdef PT_BULK_HOOKS
 	WRITE_ONCE(pt_bulk_rh, NULL);
 #endif
 	WRITE_ONCE(pt_contig_rh, NULL);
+	pt_probes_unregister(PT_TRACEPOINT);
+	if (pt_have_tracepoints)
+		tracepoint_synchronize_unregister();
+	WRITE_ONCE(pt_have_tracepoints, false);
+	pt_probes_unregister(PT_KPROBE);
+	pt_probes_unregister(PT_KRETPROBE);
 }
 
 /**
