@@ -314,7 +314,8 @@ int pt_stacks_alloc(struct pt_session *sess)
 
 	if (!sess->stack_rate)
 		return 0;
-	for (cpu = 0; cpu < sess->nr_cpus; cpu++) {
+	/* The CPUs pt_buffers_alloc() set up: the possible ones. */
+	for_each_possible_cpu(cpu) {
 		struct pt_cpu *c = &sess->cpus[cpu];
 
 		c->stacks = vzalloc_node(sizeof(*c->stacks), cpu_to_node(cpu));
@@ -335,7 +336,7 @@ void pt_stacks_free(struct pt_session *sess)
 {
 	unsigned int cpu;
 
-	for (cpu = 0; cpu < sess->nr_cpus; cpu++) {
+	for_each_possible_cpu(cpu) {
 		vfree(sess->cpus[cpu].stacks);
 		sess->cpus[cpu].stacks = NULL;
 	}
