@@ -52,11 +52,12 @@ size_t pt_counters_size(unsigned int nr_zones)
 
 /*
  * How long a reading may keep preemption off (or, under stop_machine(),
- * every CPU waiting) trying each zone again (see pt_zone_free_read()):
- * past it, each remaining zone gets one try.  On a machine of a thousand
- * CPUs one try of a zone is some thousands of remote cache lines; the
- * budget keeps the whole reading to a few milliseconds there.  On a
- * machine of a few CPUs it never comes into play.
+ * every CPU waiting) trying zones again (see pt_zone_free_read()): past
+ * it, no zone gets another try, and each remaining zone gets one.  On a
+ * machine of a thousand CPUs one try of a zone is some thousands of
+ * remote cache lines and as many lock round trips; the budget keeps the
+ * whole reading to a few milliseconds there.  On a machine of a few CPUs
+ * it never comes into play.
  */
 #define PT_COUNTERS_BUDGET_NS	(1000 * 1000)
 #define PT_COUNTERS_ZONE_TRIES	8
@@ -73,15 +74,17 @@ size_t pt_counters_size(unsigned int nr_zones)
  * read under their locks (pt_zone_pcp_pages_locked()) between two
  * readings of the free count: when those agree, no batch moved across
  * the reading, but for moves that cancel out.  Under load the free count
- * may never hold still for that long: up to @tries tries, then the
- * reading that moved least.  Where the lists have no lock (but on
+ * may never hold still for that long: up to PT_COUNTERS_ZONE_TRIES
+ * tries, none begun after @deadline but the first, then the reading that
+ * moved least.  Where the lists have no lock (but on
  * PREEMPT_RT), the other CPUs stand still for the reading
  * (pt_counters_run()), and one try holds.
  */
-static unsigned long pt_zone_free_read(struct zone *zone, unsigned int tries,
+static unsigned long pt_zone_free_read(struct zone *zone, u64 deadline,
 				       unsigned long *free, unsigned long *pcp)
 {
 	unsigned long spread = ULONG_MAX;
+	unsigned int tries = PT_COUNTERS_ZONE_TRIES;
 
 	do {
 		unsigned long f1, f2, p, d;
@@ -95,7 +98,7 @@ static unsigned long pt_zone_free_read(struct zone *zone, unsigned int tries,
 			*free = f2;
 			*pcp = p;
 		}
-	} while (spread && --tries);
+	} while (spread && --tries && local_clock() < deadline);
 	return spread;
 }
 
@@ -124,7 +127,7 @@ static void pt_counters_empty(struct pagetrace_rec_counters *rec,
 static void pt_counters_read_zones(struct pagetrace_rec_counters *rec,
 				   unsigned int max, bool *torn)
 {
-	u64 t0 = local_clock();
+	u64 deadline = local_clock() + PT_COUNTERS_BUDGET_NS;
 	struct zone *zone = NULL;
 	unsigned int n = 0;
 
@@ -133,11 +136,8 @@ static void pt_counters_read_zones(struct pagetrace_rec_counters *rec,
 	while (n < max && (zone = pt_next_zone(zone))) {
 		struct pagetrace_zone_counters *z = &rec->zones[n++];
 		unsigned long free, pcp, spread, present, managed;
-		unsigned int tries = PT_COUNTERS_ZONE_TRIES;
 
-		if (local_clock() - t0 > PT_COUNTERS_BUDGET_NS)
-			tries = 1;
-		spread = pt_zone_free_read(zone, tries, &free, &pcp);
+		spread = pt_zone_free_read(zone, deadline, &free, &pcp);
 		z->node = pt_le32(zone_to_nid(zone));
 		z->zone = pt_le32(zone_idx(zone));
 		present = READ_ONCE(zone->present_pages);
