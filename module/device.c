@@ -30,8 +30,9 @@
  */
 #include <linux/atomic.h>
 #include <linux/capability.h>
+#include <linux/cdev.h>
+#include <linux/device.h>
 #include <linux/fs.h>
-#include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
@@ -522,19 +523,58 @@ static const struct file_operations pt_fops = {
 	/* No llseek: stream_open() makes seeking fail with -ESPIPE. */
 };
 
-static struct miscdevice pt_miscdev = {
-	.minor	= MISC_DYNAMIC_MINOR,
+/*
+ * A character device of its own, not a misc device: misc_open() calls
+ * ->open() with misc_mtx held, the lock every misc device's open takes
+ * (/dev/kvm, /dev/fuse, /dev/net/tun, device-mapper's control), and a
+ * session's start attaches probes, walks all of memory and waits for
+ * grace periods: from a fraction of a second to seconds on a big machine,
+ * during which no other misc device could be opened.  chrdev_open() holds
+ * no lock across ->open().  devtmpfs makes the node root's, mode 0600
+ * (udev/60-pagetrace.rules says so again); /sys/class/pagetrace has it.
+ */
+static dev_t pt_devt;
+static struct cdev pt_cdev;
+static struct class pt_class = {
 	.name	= "pagetrace",
-	.fops	= &pt_fops,
-	.mode	= 0600,
 };
 
 int pt_device_register(void)
 {
-	return misc_register(&pt_miscdev);
+	struct device *dev;
+	int ret;
+
+	ret = alloc_chrdev_region(&pt_devt, 0, 1, "pagetrace");
+	if (ret)
+		return ret;
+	cdev_init(&pt_cdev, &pt_fops);
+	pt_cdev.owner = THIS_MODULE;
+	ret = cdev_add(&pt_cdev, pt_devt, 1);
+	if (ret)
+		goto unregister_region;
+	ret = class_register(&pt_class);
+	if (ret)
+		goto del_cdev;
+	dev = device_create(&pt_class, NULL, pt_devt, NULL, "pagetrace");
+	if (IS_ERR(dev)) {
+		ret = PTR_ERR(dev);
+		goto unregister_class;
+	}
+	return 0;
+
+unregister_class:
+	class_unregister(&pt_class);
+del_cdev:
+	cdev_del(&pt_cdev);
+unregister_region:
+	unregister_chrdev_region(pt_devt, 1);
+	return ret;
 }
 
 void pt_device_unregister(void)
 {
-	misc_deregister(&pt_miscdev);
+	device_destroy(&pt_class, pt_devt);
+	class_unregister(&pt_class);
+	cdev_del(&pt_cdev);
+	unregister_chrdev_region(pt_devt, 1);
 }

@@ -142,8 +142,8 @@ static void pt_flush_work_fn(struct work_struct *work)
  * How long a start waits for its Tasks RCU grace period.  A task that
  * neither blocks nor returns to user space holds the grace period back
  * (a kthread looping on cond_resched(), which is no quiescent state for
- * Tasks RCU), and open() holds the misc device lock meanwhile: past this
- * the start goes on without it.
+ * Tasks RCU), and the opener waits in open() meanwhile: past this the
+ * start goes on without it.
  */
 #define PT_TASKS_WAIT_MAX	HZ
 

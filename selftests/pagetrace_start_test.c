@@ -15,7 +15,9 @@
  * says when the session began to record (attach_us after start_mono_ns):
  * within the open() call, before the wait, which a start held back makes
  * a second long, and just before the first event of a process that
- * allocates all through the start.  Needs root, pagetrace.ko and
+ * allocates all through the start.  While a start waits, another device's
+ * open does not: /dev/pagetrace is no misc device, whose opens share a
+ * lock held across the driver's open().  Needs root, pagetrace.ko and
  * pagetrace_gt.ko
  * (pt_selftest.c loads them); skips on a kernel without CONFIG_TASKS_RCU,
  * where the wait is a normal RCU grace period that no kernel thread can
@@ -27,6 +29,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,11 +169,48 @@ TEST_F(start, first_event_after_attach)
 		TH_LOG("no event for 50 ms after the session began to record");
 }
 
+/* A misc device (major 10) this machine has, or NULL. */
+static const char *misc_device(void)
+{
+	static const char *const devs[] = {
+		"/dev/cpu_dma_latency", "/dev/loop-control", "/dev/vga_arbiter",
+		"/dev/rfkill", "/dev/fuse", "/dev/uinput",
+	};
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++)
+		if (!stat(devs[i], &st) && S_ISCHR(st.st_mode) &&
+		    major(st.st_rdev) == 10)
+			return devs[i];
+	return NULL;
+}
+
+/*
+ * A child that opens @dev 300 ms from now, into the start's wait: its
+ * exit status is how long the open took, in hundredths of a second (up
+ * to 254), or 255 if it failed.
+ */
+static pid_t open_later(const char *dev)
+{
+	pid_t pid = fork();
+	double t;
+	int fd;
+
+	if (pid)
+		return pid;
+	usleep(300000);
+	t = now_s();
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	t = now_s() - t;
+	_exit(fd < 0 ? 255 : t * 100 < 254 ? (int)(t * 100) : 254);
+}
+
 TEST_F_TIMEOUT(start, held_back, 120)
 {
+	const char *misc = misc_device();
 	double t0, took, head, at;
+	pid_t pid, misc_pid = -1;
 	int fd, kmsg, st;
-	pid_t pid;
 
 	ASSERT_EQ(0, pt_st_gt_run("spin_on", self->report, sizeof(self->report)));
 	if (strstr(self->report, " skip "))
@@ -178,9 +219,21 @@ TEST_F_TIMEOUT(start, held_back, 120)
 	kmsg = pt_st_kmsg_open();
 
 	/* The wait is there, and gives up: about a second, then a session. */
+	if (misc)
+		misc_pid = open_later(misc);
 	t0 = now_s();
 	fd = open(DEV, O_RDONLY | O_CLOEXEC);
 	took = now_s() - t0;
+	if (misc_pid > 0) {
+		ASSERT_EQ(misc_pid, waitpid(misc_pid, &st, 0));
+		ASSERT_TRUE(WIFEXITED(st));
+		EXPECT_NE(255, WEXITSTATUS(st)) TH_LOG("open %s failed", misc);
+		TH_LOG("open(%s) during the start took %.2f s", misc, WEXITSTATUS(st) / 100.0);
+		EXPECT_GT(20, WEXITSTATUS(st))
+			TH_LOG("open(%s) waited for /dev/pagetrace's start", misc);
+	} else {
+		TH_LOG("no misc device here: another device's open is not tried");
+	}
 	ASSERT_LE(0, fd) TH_LOG("open: %s", strerror(errno));
 	at = attached_at(fd, &head);
 	close(fd);
