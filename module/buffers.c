@@ -24,26 +24,58 @@
  */
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
+#include <linux/irq_work.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <linux/workqueue.h>
 
 #include "clock.h"
+#include "compat.h"
 #include "pagetrace.h"
+
+/*
+ * The readers' wakeup, which a writer that closed a chunk asks for (it
+ * never wakes them itself: it may hold allocator locks) with a hard
+ * irq_work: it runs in an interrupt on the writer's CPU soon after.  On
+ * PREEMPT_RT a plain irq_work would wait for the CPU's irq_work thread,
+ * of the lowest real-time priority: any real-time task busy on the CPU
+ * would hold it off, and the session's close (irq_work_sync() in
+ * pt_buffers_free()) with it, for as long.  A wait queue's lock sleeps
+ * there, so the hard irq_work only queues the session's wake work on an
+ * unbound workqueue (whose locks spin), which wakes the readers from
+ * whichever CPU is free.  Without PREEMPT_RT every irq_work runs in the
+ * interrupt (5.10 has no hard flag), and wakes them there.  (Not
+ * reproduced here: on 7.3-rt in the VM a close beside a SCHED_FIFO task
+ * spinning on the CPU that had closed a chunk returned at once with the
+ * plain irq_work too; the starvation is the irq_work thread's documented
+ * priority, and the hard irq_work the kernel's own remedy.)
+ */
+static void pt_wake_work_fn(struct work_struct *work)
+{
+	struct pt_session *sess = container_of(work, struct pt_session,
+					       wake_work);
+
+	wake_up_interruptible(&sess->wq);
+}
 
 static void pt_wake(struct irq_work *work)
 {
 	struct pt_cpu *c = container_of(work, struct pt_cpu, wake);
 
-	wake_up_interruptible(&c->sess->wq);
+	if (IS_ENABLED(CONFIG_PREEMPT_RT))
+		queue_work(pt_unbound_wq, &c->sess->wake_work);
+	else
+		wake_up_interruptible(&c->sess->wq);
 }
 
 int pt_buffers_alloc(struct pt_session *sess)
 {
 	unsigned int cpu;
 
+	INIT_WORK(&sess->wake_work, pt_wake_work_fn);
 	/* 768 bytes a CPU on Debian's kernels: may be too many for kmalloc. */
 	sess->cpus = kvcalloc(nr_cpu_ids, sizeof(*sess->cpus), GFP_KERNEL);
 	sess->flushed_seq = kcalloc(nr_cpu_ids, sizeof(*sess->flushed_seq),
@@ -65,7 +97,11 @@ int pt_buffers_alloc(struct pt_session *sess)
 		c->tasks = sess->header_flags & PAGETRACE_FLAG_TASKS;
 		c->cap = (sess->chunk_size - sizeof(struct pagetrace_chunk)) /
 			 sizeof(u64);
+#ifdef IRQ_WORK_INIT_HARD
+		c->wake = IRQ_WORK_INIT_HARD(pt_wake);
+#else
 		init_irq_work(&c->wake, pt_wake);
+#endif
 	}
 	return 0;
 }
@@ -83,6 +119,8 @@ void pt_buffers_free(struct pt_session *sess)
 		irq_work_sync(&sess->cpus[cpu].wake);
 		vfree(sess->cpus[cpu].bufs);
 	}
+	/* After the irq_works, which queue it. */
+	cancel_work_sync(&sess->wake_work);
 	kvfree(sess->cpus);
 	sess->cpus = NULL;
 }

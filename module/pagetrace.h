@@ -285,6 +285,7 @@ struct pt_session {
 	int			rd_next;	/* next CPU to look at */
 
 	wait_queue_head_t	wq;		/* readers waiting for a chunk */
+	struct work_struct	wake_work;	/* PREEMPT_RT: wakes them, pt_wake */
 	/*
 	 * A chunk closed on a CPU going down, which queued no wakeup: the
 	 * timed flush wakes the readers (pt_close_chunk()).  Set by the

@@ -178,16 +178,16 @@ void pt_close_chunk(struct pt_cpu *c, u16 flags)
 	smp_store_release(&m->produced, c->produced_w);
 	/*
 	 * Never wake the reader from here: we may hold allocator locks.  The
-	 * irq_work does, soon, from this CPU; but on a CPU going down (no
-	 * longer active) it may not before the CPU comes back: PREEMPT_RT
-	 * runs irq_works in a per-CPU thread that hotplug parks, and the
-	 * session's close (irq_work_sync() in pt_buffers_free()) would wait
-	 * that long.  There the timed flush wakes the reader instead.  (Not
-	 * reproduced here: selftests/pagetrace_offline_close_test.c closed a
-	 * session with CPU 1 down 20 times under an allocation storm on
-	 * 7.3-rt and each close returned, without this test; a buffer must
-	 * fill on the CPU in the short window after its irq_work thread
-	 * parks.)
+	 * irq_work does, soon, from this CPU's interrupt (pt_wake()); but
+	 * not on a CPU going down (no longer active): past the point where
+	 * hotplug runs its last irq_works, one queued would never run, and
+	 * the session's close (irq_work_sync() in pt_buffers_free()) would
+	 * wait for it for ever.  There the timed flush wakes the reader
+	 * instead.  (Not reproduced here: selftests/
+	 * pagetrace_offline_close_test.c closed a session with CPU 1 down 20
+	 * times under an allocation storm on 7.3-rt, when the irq_work ran
+	 * in a thread that hotplug parks, and each close returned, without
+	 * this test.)
 	 */
 	if (likely(cpu_active(raw_smp_processor_id())))
 		irq_work_queue(&c->wake);
