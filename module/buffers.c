@@ -38,16 +38,18 @@
 
 /*
  * The readers' wakeup, which a writer that closed a chunk asks for (it
- * never wakes them itself: it may hold allocator locks) with a hard
- * irq_work: it runs in an interrupt on the writer's CPU soon after.  On
- * PREEMPT_RT a plain irq_work would wait for the CPU's irq_work thread,
- * of the lowest real-time priority: any real-time task busy on the CPU
- * would hold it off, and the session's close (irq_work_sync() in
- * pt_buffers_free()) with it, for as long.  A wait queue's lock sleeps
- * there, so the hard irq_work only queues the session's wake work on an
- * unbound workqueue (whose locks spin), which wakes the readers from
- * whichever CPU is free.  Without PREEMPT_RT every irq_work runs in the
- * interrupt (5.10 has no hard flag), and wakes them there.  (Not
+ * never wakes them itself: it may hold allocator locks) with an
+ * irq_work: it runs in an interrupt on the writer's CPU soon after, and
+ * wakes them there.  On PREEMPT_RT a plain irq_work would wait for the
+ * CPU's irq_work thread, of the lowest real-time priority: any real-time
+ * task busy on the CPU would hold it off, and the session's close
+ * (irq_work_sync() in pt_buffers_free()) with it, for as long.  There it
+ * is a hard one, which runs in the interrupt; a wait queue's lock sleeps
+ * there, so it only queues the session's wake work on an unbound
+ * workqueue (whose locks spin), which wakes the readers from whichever
+ * CPU is free (a wakeup that real-time load may delay, but the close no
+ * longer waits for).  Elsewhere a hard irq_work would be told by lockdep
+ * not to take the wait queue's lock.  (Not
  * reproduced here: on 7.3-rt in the VM a close beside a SCHED_FIFO task
  * spinning on the CPU that had closed a chunk returned at once with the
  * plain irq_work too; the starvation is the irq_work thread's documented
@@ -97,7 +99,7 @@ int pt_buffers_alloc(struct pt_session *sess)
 		c->tasks = sess->header_flags & PAGETRACE_FLAG_TASKS;
 		c->cap = (sess->chunk_size - sizeof(struct pagetrace_chunk)) /
 			 sizeof(u64);
-#ifdef IRQ_WORK_INIT_HARD
+#if defined(CONFIG_PREEMPT_RT) && defined(IRQ_WORK_INIT_HARD)
 		c->wake = IRQ_WORK_INIT_HARD(pt_wake);
 #else
 		init_irq_work(&c->wake, pt_wake);
@@ -119,8 +121,16 @@ void pt_buffers_free(struct pt_session *sess)
 		irq_work_sync(&sess->cpus[cpu].wake);
 		vfree(sess->cpus[cpu].bufs);
 	}
-	/* After the irq_works, which queue it. */
+	/*
+	 * PREEMPT_RT: after the irq_works, which queue it.  A wakeup it has
+	 * not begun is dropped: the session is closed.  irq_work_single()
+	 * reads a hard irq_work's flags once more after clearing the busy
+	 * bit irq_work_sync() waits for, in the interrupt: it ends before a
+	 * grace period does.
+	 */
 	cancel_work_sync(&sess->wake_work);
+	if (IS_ENABLED(CONFIG_PREEMPT_RT))
+		synchronize_rcu();
 	kvfree(sess->cpus);
 	sess->cpus = NULL;
 }
