@@ -35,7 +35,10 @@
  * chunk closed from then on with PAGETRACE_CHUNK_CLOCK_LOCAL
  * (pt_clock_chunk_flags), the session moves each CPU's writer over
  * (pt_writer_leave_tsc()), and pt_clock_leave_tsc() switches the static
- * key off.
+ * key off.  The restart itself is not reproduced here: QEMU's TSC keeps
+ * counting across the guest's suspend to RAM.  The clock tests suspend a
+ * guest with a session on the TSC and check that its times stay in order
+ * (selftests/pagetrace_clock_test.c, suspend_to_ram_keeps_order_*).
  *
  * The two clocks disagree by pt_tsc.error_ns while the kernel trusts the
  * TSC, and by any amount once it has marked the TSC unstable (above):
