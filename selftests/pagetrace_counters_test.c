@@ -236,28 +236,9 @@ TEST(ioctl_counters)
  */
 static uint64_t compaction_work(void)
 {
-	static const char *const names[] = {
-		"compact_migrate_scanned", "compact_free_scanned", "compact_isolated",
-	};
-	char buf[16384];
-	uint64_t sum = 0;
-	ssize_t n;
-	int fd;
-
-	fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		size_t len = strlen(names[i]);
-
-		for (char *p = buf; (p = strstr(p, names[i])); p += len)
-			if ((p == buf || p[-1] == '\n') && p[len] == ' ')
-				sum += strtoull(p + len + 1, NULL, 10);
-	}
-	return sum;
+	return pt_st_vmstat("compact_migrate_scanned") +
+	       pt_st_vmstat("compact_free_scanned") +
+	       pt_st_vmstat("compact_isolated");
 }
 
 /*

@@ -299,23 +299,6 @@ static void load_hotplug(struct load_counters *c)
 	}
 }
 
-static uint64_t vmstat_get(const char *name)
-{
-	static char buf[16384];
-	size_t len = strlen(name);
-	char *p = buf;
-
-	if (read_str("/proc/vmstat", buf, sizeof(buf)) <= 0)
-		return 0;
-	while (p && *p) {
-		if (!strncmp(p, name, len) && p[len] == ' ')
-			return strtoull(p + len + 1, NULL, 10);
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
-	}
-	return 0;
-}
-
 /*
  * The file system the churn and the hog use: ext4 on a loop device where
  * busybox can make one (page cache that reclaim can drop), else tmpfs,
@@ -416,7 +399,7 @@ static int load_start(struct load *l)
 		l->why_not[LOAD_HOTPLUG] = "no " PT_ST_CPU1_ONLINE " (one CPU, or no CONFIG_HOTPLUG_CPU)";
 	else if (pt_st_cpu_unplug_hangs())
 		l->why_not[LOAD_HOTPLUG] = pt_st_cpu_unplug_hangs();
-	l->thp_before = vmstat_get("thp_fault_alloc");
+	l->thp_before = pt_st_vmstat("thp_fault_alloc");
 	for (int k = 0; k < NR_LOADS; k++) {
 		if (l->why_not[k]) {
 			diag("load: no %s: %s", load_names[k], l->why_not[k]);
@@ -1250,7 +1233,7 @@ TEST_F_TIMEOUT(soak, sessions, 86400)
 	}
 	if (!self->load.why_not[LOAD_THP])
 		diag("load THP: %" PRIu64 " huge page faults (thp_fault_alloc)",
-		     vmstat_get("thp_fault_alloc") - self->load.thp_before);
+		     pt_st_vmstat("thp_fault_alloc") - self->load.thp_before);
 	load_stop(&self->load);
 	self->loaded = false;
 	/* Objects freed less than 5 s ago are not yet kmemleak's to report. */

@@ -211,6 +211,31 @@ long pt_st_env_long(const char *name, long def)
 	return v && *v ? strtol(v, NULL, 0) : def;
 }
 
+uint64_t pt_st_vmstat(const char *name)
+{
+	static char buf[32768];
+	size_t len = strlen(name);
+	ssize_t n, got = 0;
+	char *p = buf;
+	int fd;
+
+	fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (got + 1 < (ssize_t)sizeof(buf) &&
+	       (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += n;
+	close(fd);
+	buf[got] = '\0';
+	while (p && *p) {
+		if (!strncmp(p, name, len) && p[len] == ' ')
+			return strtoull(p + len + 1, NULL, 10);
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return 0;
+}
+
 int pt_st_cpu1_set(bool on)
 {
 	return pt_st_write_file(PT_ST_CPU1_ONLINE, on ? "1" : "0");

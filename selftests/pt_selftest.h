@@ -67,6 +67,9 @@ int pt_st_write_file(const char *path, const char *s);
 /* pt_st_env_long() - the environment variable @name as a number, or @def. */
 long pt_st_env_long(const char *name, long def);
 
+/* pt_st_vmstat() - the counter @name of /proc/vmstat, or 0 without it. */
+uint64_t pt_st_vmstat(const char *name);
+
 /* pt_st_cpu1_set() - CPU 1 online (@on) or offline: 0 or -errno. */
 #define PT_ST_CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
 int pt_st_cpu1_set(bool on);
