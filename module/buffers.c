@@ -49,11 +49,11 @@
  * workqueue (whose locks spin), which wakes the readers from whichever
  * CPU is free (a wakeup that real-time load may delay, but the close no
  * longer waits for).  Elsewhere a hard irq_work would be told by lockdep
- * not to take the wait queue's lock.  (Not
- * reproduced here: on 7.3-rt in the VM a close beside a SCHED_FIFO task
- * spinning on the CPU that had closed a chunk returned at once with the
- * plain irq_work too; the starvation is the irq_work thread's documented
- * priority, and the hard irq_work the kernel's own remedy.)
+ * not to take the wait queue's lock.  (Not reproduced here: on 7.3-rt in
+ * the VM a close beside a SCHED_FIFO task spinning on the CPU that had
+ * closed a chunk returned at once with the plain irq_work too; the
+ * starvation is the irq_work thread's documented priority, and the hard
+ * irq_work the kernel's own remedy.)
  */
 static void pt_wake_work_fn(struct work_struct *work)
 {
