@@ -57,4 +57,30 @@ static __always_inline unsigned int pt_probed_context(void)
 	return in_nmi() ? ctx - (NMI_OFFSET + HARDIRQ_OFFSET) : ctx;
 }
 
+/*
+ * Whose context an event is of: the hook's own (a tracepoint's probe, a
+ * kprobe run from an ftrace site, a kretprobe's handlers), or, for a
+ * kprobe that is a breakpoint, the code the breakpoint stopped.  A
+ * constant wherever the writer is inlined, so that the tracepoints' path
+ * tests nothing more.
+ */
+enum pt_hook_ctx {
+	PT_HOOK_CTX_OWN,
+	PT_HOOK_CTX_BREAKPOINT,
+};
+
+/*
+ * pt_in_task() of the code an event's hook reports on.  A breakpoint's
+ * handler runs as an NMI of its own, one level above the code it stopped
+ * (pt_probed_context()): a reclaiming task's free seen there is still the
+ * task's, and its reclaim, and a cgroup filter keeps it.
+ */
+static __always_inline bool pt_hooked_in_task(enum pt_hook_ctx hc)
+{
+	if (hc == PT_HOOK_CTX_BREAKPOINT)
+		return !(pt_probed_context() &
+			 (NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET));
+	return pt_in_task();
+}
+
 #endif /* PAGETRACE_CONTEXT_H */

@@ -70,12 +70,15 @@ static void pt_check_free(struct page *page)
 		atomic_inc(&pt_check_frees);
 }
 
-/* Reclaim when the freeing task is reclaiming memory; see above. */
-static unsigned int pt_free_type(void)
+/*
+ * Reclaim when the freeing task is reclaiming memory; see above.  @hc:
+ * whose context the free is of (context.h).
+ */
+static __always_inline unsigned int pt_free_type_of(enum pt_hook_ctx hc)
 {
 	unsigned int flags;
 
-	if (!pt_in_task())
+	if (!pt_hooked_in_task(hc))
 		return PAGETRACE_EV_FREE;
 	if (READ_ONCE(current->reclaim_state))
 		return PAGETRACE_EV_RECLAIM;
@@ -85,9 +88,39 @@ static unsigned int pt_free_type(void)
 	return PAGETRACE_EV_FREE;
 }
 
+/* The tracepoint's, inlined or not as the compiler likes. */
+static unsigned int pt_free_type(void)
+{
+	return pt_free_type_of(PT_HOOK_CTX_OWN);
+}
+
 static void pt_free_page(struct page *page, unsigned int order)
 {
 	pt_emit(pt_free_type(), page_to_pfn(page), 1UL << order);
+}
+
+/*
+ * Whose context a kprobe's hit is of.  A kprobe on an ftrace site runs its
+ * handler from ftrace's, in the probed function's context; any other is a
+ * breakpoint (hooks.c keeps the kprobe core from optimizing it into a
+ * jump), whose handler runs as an NMI.
+ */
+static enum pt_hook_ctx pt_kprobe_ctx(struct kprobe *p)
+{
+	return kprobe_ftrace(p) ? PT_HOOK_CTX_OWN : PT_HOOK_CTX_BREAKPOINT;
+}
+
+/* pt_emit() or pt_emit_alloc() for a kprobe's hit, of its context. */
+static void pt_kprobe_emit(enum pt_hook_ctx hc, unsigned int type,
+			   unsigned long pfn, unsigned long npages,
+			   const struct pt_origin *origin)
+{
+	if (hc == PT_HOOK_CTX_BREAKPOINT)
+		pt_emit_breakpoint(type, pfn, npages, origin);
+	else if (type == PAGETRACE_EV_ALLOC)
+		pt_emit_alloc(pfn, npages, origin);
+	else
+		pt_emit(type, pfn, npages);
 }
 
 /* Where a kretprobe's function returns, for the call stack of a sample. */
@@ -366,12 +399,13 @@ int notrace pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs
 int notrace pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
 {
 	struct list_head *list = (void *)regs_get_kernel_argument(regs, 0);
+	enum pt_hook_ctx hc = pt_kprobe_ctx(p);
 	struct pt_origin origin = { regs };
 	struct page *page;
 
 	list_for_each_entry(page, list, lru)
-		pt_emit_alloc(page_to_pfn(page), 1UL << page_private(page),
-			      &origin);
+		pt_kprobe_emit(hc, PAGETRACE_EV_ALLOC, page_to_pfn(page),
+			       1UL << page_private(page), &origin);
 	return 0;
 }
 #endif
@@ -405,13 +439,16 @@ int notrace pt_compact_target(struct kretprobe_instance *ri, struct pt_regs *reg
 int notrace pt_release_free_list(struct kprobe *p, struct pt_regs *regs)
 {
 	struct list_head *lists = (void *)regs_get_kernel_argument(regs, 0);
+	enum pt_hook_ctx hc = pt_kprobe_ctx(p);
 	struct pt_origin origin = { regs };
 	struct page *page;
 	unsigned int order;
 
 	for (order = 0; order < NR_PAGE_ORDERS; order++)
 		list_for_each_entry(page, &lists[order], lru)
-			pt_emit_alloc(page_to_pfn(page), 1UL << order, &origin);
+			pt_kprobe_emit(hc, PAGETRACE_EV_ALLOC,
+				       page_to_pfn(page), 1UL << order,
+				       &origin);
 	return 0;
 }
 #endif
@@ -425,23 +462,27 @@ int notrace pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 	pt_check_alloc(page);
 	if (pt_in_contig())
 		return 0;
-	pt_emit_alloc(page_to_pfn(page),
-		      1UL << (unsigned int)regs_get_kernel_argument(regs, 1),
-		      &origin);
+	pt_kprobe_emit(pt_kprobe_ctx(p), PAGETRACE_EV_ALLOC, page_to_pfn(page),
+		       1UL << (unsigned int)regs_get_kernel_argument(regs, 1),
+		       &origin);
 	return 0;
 }
 
 /* A free the kprobe backend saw; pt_free_check() proves the hooks by it. */
-static void pt_kp_free_page(struct page *page, unsigned int order)
+static void pt_kp_free_page(struct kprobe *p, struct page *page,
+			    unsigned int order)
 {
+	enum pt_hook_ctx hc = pt_kprobe_ctx(p);
+
 	pt_check_free(page);
-	pt_free_page(page, order);
+	pt_kprobe_emit(hc, pt_free_type_of(hc), page_to_pfn(page), 1UL << order,
+		       NULL);
 }
 
 /* free_pcp_prepare(page, order), __free_pages_ok(page, order, fpi), ... */
 int notrace pt_free(struct kprobe *p, struct pt_regs *regs)
 {
-	pt_kp_free_page((struct page *)regs_get_kernel_argument(regs, 0),
+	pt_kp_free_page(p, (struct page *)regs_get_kernel_argument(regs, 0),
 			(unsigned int)regs_get_kernel_argument(regs, 1));
 	return 0;
 }
@@ -450,7 +491,7 @@ int notrace pt_free(struct kprobe *p, struct pt_regs *regs)
 /* free_pcp_prepare(page) before 5.15: order 0 only, and no order argument. */
 int notrace pt_free0(struct kprobe *p, struct pt_regs *regs)
 {
-	pt_kp_free_page((struct page *)regs_get_kernel_argument(regs, 0), 0);
+	pt_kp_free_page(p, (struct page *)regs_get_kernel_argument(regs, 0), 0);
 	return 0;
 }
 #endif
@@ -468,7 +509,8 @@ int notrace pt_free_pcp(struct kprobe *p, struct pt_regs *regs)
 
 	if (order <= PAGE_ALLOC_COSTLY_ORDER ||
 	    (IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) && order == HPAGE_PMD_ORDER))
-		pt_kp_free_page((struct page *)regs_get_kernel_argument(regs, 0),
+		pt_kp_free_page(p,
+				(struct page *)regs_get_kernel_argument(regs, 0),
 				order);
 	return 0;
 }
@@ -500,13 +542,14 @@ int notrace pt_free_pcp_fpi(struct kprobe *p, struct pt_regs *regs)
 int notrace pt_free_folios(struct kprobe *p, struct pt_regs *regs)
 {
 	struct folio_batch *fb = (void *)regs_get_kernel_argument(regs, 0);
-	unsigned int type = pt_free_type();
+	enum pt_hook_ctx hc = pt_kprobe_ctx(p);
+	unsigned int type = pt_free_type_of(hc);
 	unsigned int i;
 
 	for (i = 0; i < folio_batch_count(fb); i++) {
 		pt_check_free(&fb->folios[i]->page);
-		pt_emit(type, folio_pfn(fb->folios[i]),
-			folio_nr_pages(fb->folios[i]));
+		pt_kprobe_emit(hc, type, folio_pfn(fb->folios[i]),
+			       folio_nr_pages(fb->folios[i]), NULL);
 	}
 	return 0;
 }

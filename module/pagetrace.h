@@ -371,6 +371,8 @@ void pt_sessions_leave_tsc(void);
 void pt_emit(unsigned int type, unsigned long pfn, unsigned long npages);
 void pt_emit_alloc(unsigned long pfn, unsigned long npages,
 		   const struct pt_origin *origin);
+void pt_emit_breakpoint(unsigned int type, unsigned long pfn,
+			unsigned long npages, const struct pt_origin *origin);
 bool pt_open_chunk(struct pt_cpu *c, u64 now);
 void pt_close_chunk(struct pt_cpu *c, u16 flags);
 void pt_writer_fold(struct pt_cpu *c);

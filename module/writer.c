@@ -295,11 +295,12 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
 /*
  * The tgid of the task an event is of: 0 outside task context (NMI, hard
  * or soft interrupt; on PREEMPT_RT most interrupt handlers run in threads:
- * their events are their thread's).  See pt_in_task() for its form.
+ * their events are their thread's), the context being the code's the hook
+ * reports on (@hc).  See pt_in_task() for its form.
  */
-static __always_inline u32 pt_event_tgid(void)
+static __always_inline u32 pt_event_tgid(enum pt_hook_ctx hc)
 {
-	if (pt_in_task())
+	if (pt_hooked_in_task(hc))
 		return current->tgid;
 	return 0;
 }
@@ -332,7 +333,8 @@ static __always_inline void pt_count_pages(struct pt_cpu *c, unsigned int type,
 static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 				     unsigned long pfn, unsigned long npages,
 				     const struct pt_origin *origin,
-				     const unsigned long *frame, u64 now)
+				     const unsigned long *frame, u64 now,
+				     enum pt_hook_ctx hc)
 {
 	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
 	unsigned int extra = 0;
@@ -356,7 +358,7 @@ static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 	 * has room for them in any case.
 	 */
 	if (c->tasks) {
-		owner = pt_event_tgid();
+		owner = pt_event_tgid(hc);
 		if (unlikely(owner != c->task))
 			extra = PT_TASK_WORDS;
 	}
@@ -438,12 +440,33 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 	 * (pt_writer_settle_clock()); @end 0 sends each such event here.
 	 */
 	pt_write(c, type, pfn, npages, origin, __builtin_frame_address(0),
-		 unlikely(c->clock_local) ? local_clock() : c->now);
+		 unlikely(c->clock_local) ? local_clock() : c->now,
+		 PT_HOOK_CTX_OWN);
 	pt_writer_exit(c);
 	local_irq_restore(flags);
 }
 
 NOKPROBE_SYMBOL(pt_emit_slow);
+
+/*
+ * pt_emit_slow() for the events of breakpoint kprobes, whose task is the
+ * stopped code's (pt_hooked_in_task()): a function of its own, not a flag
+ * in an argument, so that the other hooks' slow path tests nothing more.
+ * Its frame is not unwound: a breakpoint's event has the registers.
+ */
+static noinline void notrace
+pt_emit_slow_breakpoint(struct pt_cpu *c, unsigned int type,
+			unsigned long pfn, unsigned long npages,
+			const struct pt_origin *origin, unsigned long flags)
+{
+	pt_write(c, type, pfn, npages, origin, __builtin_frame_address(0),
+		 unlikely(c->clock_local) ? local_clock() : c->now,
+		 PT_HOOK_CTX_BREAKPOINT);
+	pt_writer_exit(c);
+	local_irq_restore(flags);
+}
+
+NOKPROBE_SYMBOL(pt_emit_slow_breakpoint);
 
 /*
  * The CPU's writer while a session is live, else NULL.  Set for every CPU
@@ -555,11 +578,13 @@ void pt_writers_clear(void)
  *
  * Interrupts are off from the pointer's load to the word's store (see the
  * top of this file); the tail call carries that window into the slow path.
+ * @tsc and @hc (whose context the event is of: context.h) are constants
+ * in every caller but pt_emit_breakpoint().
  */
 static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 					  unsigned long npages,
 					  const struct pt_origin *origin,
-					  bool tsc)
+					  bool tsc, enum pt_hook_ctx hc)
 {
 	struct pt_cpu *c;
 	unsigned long flags;
@@ -586,7 +611,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	 */
 	if (unlikely(c->checks & PT_CHECK_FILTER) &&
 	    !pt_filter_keeps(&c->filter_fast, c->filter_kind, type, pfn,
-			     npages)) {
+			     npages, hc)) {
 		c->stats.filtered++;
 		goto done;
 	}
@@ -599,7 +624,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 		     npages > PAGETRACE_NPAGES_MAX ||
 		     pfn > PAGETRACE_PFN_MAX - PAGETRACE_NPAGES_MAX))
 		goto slow;
-	if (likely(c->tasks) && unlikely(pt_event_tgid() != c->task))
+	if (likely(c->tasks) && unlikely(pt_event_tgid(hc) != c->task))
 		goto slow;
 	/*
 	 * Sampled stacks count allocated pages down to the next sample; the
@@ -624,7 +649,10 @@ out:
 	return;
 slow:
 	c->now = now;
-	pt_emit_slow(c, type, pfn, npages, origin, flags);
+	if (hc == PT_HOOK_CTX_BREAKPOINT)
+		pt_emit_slow_breakpoint(c, type, pfn, npages, origin, flags);
+	else
+		pt_emit_slow(c, type, pfn, npages, origin, flags);
 }
 
 /*
@@ -636,7 +664,7 @@ static noinline void notrace pt_emit_local(unsigned int type,
 					   unsigned long npages,
 					   const struct pt_origin *origin)
 {
-	pt_emit_event(type, pfn, npages, origin, false);
+	pt_emit_event(type, pfn, npages, origin, false, PT_HOOK_CTX_OWN);
 }
 
 /**
@@ -654,7 +682,7 @@ void notrace pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
 	    WARN_ON_ONCE(type - 1 >= PAGETRACE_EV_RECLAIM))
 		return;
 	if (pt_clock_is_tsc())
-		pt_emit_event(type, pfn, npages, NULL, true);
+		pt_emit_event(type, pfn, npages, NULL, true, PT_HOOK_CTX_OWN);
 	else
 		pt_emit_local(type, pfn, npages, NULL);
 }
@@ -672,10 +700,37 @@ void notrace pt_emit_alloc(unsigned long pfn, unsigned long npages,
 			   const struct pt_origin *origin)
 {
 	if (pt_clock_is_tsc())
-		pt_emit_event(PAGETRACE_EV_ALLOC, pfn, npages, origin, true);
+		pt_emit_event(PAGETRACE_EV_ALLOC, pfn, npages, origin, true,
+			      PT_HOOK_CTX_OWN);
 	else
 		pt_emit_local(PAGETRACE_EV_ALLOC, pfn, npages, origin);
 }
 
 NOKPROBE_SYMBOL(pt_emit_alloc);
 NOKPROBE_SYMBOL(pt_emit_local);
+
+/**
+ * pt_emit_breakpoint - record an event a breakpoint kprobe's handler saw
+ * @type: PAGETRACE_EV_ALLOC, _FREE or _RECLAIM
+ * @pfn: first page frame of the block
+ * @npages: pages in the block
+ * @origin: where it was hooked, for its call stack if it is sampled
+ *
+ * As pt_emit_alloc(), for an event of any type, and of the task the
+ * breakpoint stopped: the handler runs as an NMI, in which pt_emit()
+ * would take the event for the kernel's (tgid 0), and a cgroup filter
+ * would leave it out.  Only from a kprobe handler that runs from a
+ * breakpoint (kprobe_ftrace() false; none is jump-optimized, hooks.c).
+ */
+void notrace pt_emit_breakpoint(unsigned int type, unsigned long pfn,
+				unsigned long npages,
+				const struct pt_origin *origin)
+{
+	if (IS_ENABLED(CONFIG_DEBUG_VM) &&
+	    WARN_ON_ONCE(type - 1 >= PAGETRACE_EV_RECLAIM))
+		return;
+	pt_emit_event(type, pfn, npages, origin, pt_clock_is_tsc(),
+		      PT_HOOK_CTX_BREAKPOINT);
+}
+
+NOKPROBE_SYMBOL(pt_emit_breakpoint);
