@@ -108,6 +108,53 @@ static size_t check_moves(struct __test_metadata *_metadata,
 }
 
 /*
+ * Whose the allocations of the moved pages' new pages are: compaction run
+ * by a write to /proc/sys/vm/compact_memory runs in the writing task, so
+ * each must be ours (@tgid), or kcompactd's if it woke meanwhile; none the
+ * kernel's (0), as a hook whose handler runs as an NMI (a breakpoint
+ * kprobe) would make it if it took the handler's context for the
+ * compaction's.  Only with task records (the header's flag).
+ */
+static void check_move_tasks(struct __test_metadata *_metadata,
+			     const struct pt_st_trace *t, const uint64_t *old,
+			     const uint64_t *now, size_t n, uint64_t t0,
+			     uint64_t t1, int64_t tgid)
+{
+	size_t i, j, ours = 0, kernel = 0, other = 0;
+	int64_t other_task = 0;
+
+	if (!(t->hdr.flags & PAGETRACE_FLAG_TASKS))
+		return;
+	for (i = 0; i < n; i++) {
+		if (!old[i] || !now[i] || old[i] == now[i])
+			continue;
+		for (j = 0; j < t->nr; j++) {
+			const struct pgtrace_event *ev = &t->ev[j];
+
+			if (ev->type != PGTRACE_EV_ALLOC || now[i] < ev->pfn ||
+			    now[i] >= ev->pfn + ev->npages ||
+			    ev->time_ns + 256 < t0 || ev->time_ns > t1)
+				continue;
+			if (ev->task == tgid) {
+				ours++;
+			} else if (ev->task <= 0) {
+				if (kernel++ < 5)
+					TH_LOG("page %zu: %#" PRIx64 " allocated by task %" PRId64,
+					       i, now[i], ev->task);
+			} else {
+				other++;
+				other_task = ev->task;
+			}
+			break;
+		}
+	}
+	TH_LOG("moved pages' allocations: %zu ours, %zu another task's (%" PRId64 "), %zu the kernel's",
+	       ours, other, other_task, kernel);
+	EXPECT_EQ(0, kernel);
+	EXPECT_LT(0, ours);
+}
+
+/*
  * The window between two marks, widened by 1 ms each side for events of
  * other CPUs (a freed page taken by another CPU): false, logged, if a
  * mark's allocation is not in the trace.
@@ -223,7 +270,8 @@ static int sysctl_swap(const char *path, char *buf, size_t len, const char *val)
 /*
  * Compaction moves movable pages towards the end of the zone: whatever of
  * ours it moved must show the new page's allocation (compaction's own:
- * split_map_pages on 6.1, post_alloc_hook on 6.12) and the old page's free.
+ * split_map_pages on 5.10 and 6.1, compaction_alloc since 6.9) and the old
+ * page's free.
  * Compacting 2 GiB under TCG takes seconds, and over the harness's default
  * 30 s on the KASAN/lockdep kernel of make check-debug.  Proactive
  * compaction is off meanwhile: kcompactd would otherwise move our pages
@@ -279,6 +327,7 @@ TEST_F_TIMEOUT(mig, compaction, 300)
 	ASSERT_TRUE(mark_window(_metadata, &self->t, &m0, &m1, &t0, &t1));
 
 	moved = check_moves(_metadata, &self->t, old, now, n, t0, t1);
+	check_move_tasks(_metadata, &self->t, old, now, n, t0, t1, getpid());
 	free(old);
 	free(now);
 	TH_LOG("compaction moved %zu of our %zu pages in %.1f s", moved, n / 2,
@@ -367,6 +416,188 @@ TEST_F(mig, thp_split)
 	}
 #undef TR
 	EXPECT_EQ(0, bad);
+}
+
+/*
+ * A migration that fails gives its target back: compaction_free() frees
+ * it (on 6.12 through the out-of-line free_pages_prepare(), which has no
+ * ftrace site, so the kprobe backend's hook there is a breakpoint, whose
+ * handler runs as an NMI).  Pages of a file held by a pipe (splice(2)
+ * takes a reference on each) cannot move; compaction leaves anonymous
+ * pages with extra references alone, but tries a file's: it allocates a
+ * target for each, fails, and frees it, in the task that asked for the
+ * compaction.  Each such target, allocated and freed inside the window by
+ * us, must show both events as ours, under either backend.
+ */
+#define PIPES		4
+#define PIPE_PAGES	4096
+
+FIXTURE(pinned)
+{
+	int dev;
+	int pipes[PIPES][2];
+	struct pt_st_trace t;
+};
+
+FIXTURE_VARIANT(pinned)
+{
+	const char *hook;
+};
+
+FIXTURE_VARIANT_ADD(pinned, kprobe) { "kprobe" };
+FIXTURE_VARIANT_ADD(pinned, tracepoint) { "tracepoint" };
+
+FIXTURE_SETUP(pinned)
+{
+	int i;
+
+	self->t.ev = NULL;
+	self->dev = -1;
+	for (i = 0; i < PIPES; i++)
+		self->pipes[i][0] = self->pipes[i][1] = -1;
+	ASSERT_EQ(0, pt_st_pin_cpu(0));
+	ASSERT_EQ(0, pt_st_set_hook(variant->hook));
+}
+
+FIXTURE_TEARDOWN(pinned)
+{
+	int i;
+
+	for (i = 0; i < PIPES; i++) {
+		if (self->pipes[i][0] >= 0)
+			close(self->pipes[i][0]);
+		if (self->pipes[i][1] >= 0)
+			close(self->pipes[i][1]);
+	}
+	pt_st_trace_free(&self->t);
+	if (self->dev >= 0)
+		close(self->dev);
+	pt_st_set_hook("auto");
+}
+
+/* Whether @pfn is one of the @n PFNs of @now. */
+static bool pfn_listed(const uint64_t *now, size_t n, uint64_t pfn)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (now[i] == pfn)
+			return true;
+	return false;
+}
+
+/*
+ * Our allocations in [t0, t1] whose page is freed again inside it and is
+ * none of ours at the end (@now): the targets compaction gave back.  Each
+ * free must be ours too.  Returns how many there were.
+ */
+static size_t check_given_back(struct __test_metadata *_metadata,
+			       const struct pt_st_trace *t,
+			       const uint64_t *now, size_t n, uint64_t t0,
+			       uint64_t t1, int64_t tgid)
+{
+	size_t i, j, back = 0, bad = 0;
+
+	for (i = 0; i < t->nr; i++) {
+		const struct pgtrace_event *a = &t->ev[i], *f = NULL;
+
+		if (a->type != PGTRACE_EV_ALLOC || a->task != tgid ||
+		    a->time_ns + 256 < t0 || a->time_ns > t1 ||
+		    pfn_listed(now, n, a->pfn))
+			continue;
+		/* The page's next event: the stream is in time order per CPU. */
+		for (j = 0; j < t->nr; j++) {
+			const struct pgtrace_event *e = &t->ev[j];
+
+			if (j == i || e->pfn != a->pfn || e->time_ns < a->time_ns ||
+			    (e->time_ns == a->time_ns && j < i) || e->time_ns > t1)
+				continue;
+			if (!f || e->time_ns < f->time_ns)
+				f = e;
+		}
+		if (!f || f->type == PGTRACE_EV_ALLOC)
+			continue;
+		back++;
+		if (f->task == tgid)
+			continue;
+		if (bad++ < 5)
+			TH_LOG("pfn %#" PRIx64 ": allocated by us, freed (%s) by task %" PRId64,
+			       a->pfn, pgtrace_event_type_name(f->type), f->task);
+	}
+	EXPECT_EQ(0, bad) TH_LOG("%zu of %zu targets given back freed by another task",
+				 bad, back);
+	return back;
+}
+
+TEST_F_TIMEOUT(pinned, target_given_back, 300)
+{
+	const size_t n = 2 * PIPES * PIPE_PAGES; /* 128 MiB of shmem */
+	uint64_t *now = calloc(n, sizeof(*now));
+	char proactive[32], ignored[32];
+	struct pt_st_mark m0 = { 0 }, m1 = { 0 };
+	uint64_t t0, t1;
+	size_t i, k, back;
+	bool restore;
+	ssize_t w;
+	int fd, mfd, err;
+	char *p;
+
+	ASSERT_NE(NULL, now);
+	fd = open("/proc/sys/vm/compact_memory", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		SKIP(return, "no /proc/sys/vm/compact_memory");
+	mfd = memfd_create("pinned", MFD_CLOEXEC);
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, ftruncate(mfd, n * PAGE));
+	p = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	madvise(p, n * PAGE, MADV_NOHUGEPAGE);
+	for (i = 0; i < n; i++)
+		p[i * PAGE] = 1;
+	/* Holes, then every kept page into a pipe. */
+	for (i = 1; i < n; i += 2)
+		ASSERT_EQ(0, fallocate(mfd, FALLOC_FL_PUNCH_HOLE |
+				       FALLOC_FL_KEEP_SIZE, i * PAGE, PAGE));
+	for (k = 0, i = 0; k < PIPES; k++) {
+		size_t nr;
+
+		ASSERT_EQ(0, pipe2(self->pipes[k], O_CLOEXEC));
+		ASSERT_LE(PIPE_PAGES * PAGE,
+			  (size_t)fcntl(self->pipes[k][1], F_SETPIPE_SZ,
+					PIPE_PAGES * PAGE));
+		for (nr = 0; nr < PIPE_PAGES && i < n; nr++, i += 2) {
+			loff_t off = i * PAGE;
+
+			ASSERT_EQ((ssize_t)PAGE,
+				  splice(mfd, &off, self->pipes[k][1], NULL,
+					 PAGE, 0));
+		}
+	}
+	restore = !sysctl_swap(PROACTIVENESS, proactive, sizeof(proactive), "0");
+	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	err = errno;
+	pt_st_mark(&m0);
+	w = self->dev < 0 ? -1 : write(fd, "1", 1);
+	pt_st_mark(&m1);
+	close(fd);
+	if (restore)
+		sysctl_swap(PROACTIVENESS, ignored, sizeof(ignored), proactive);
+	ASSERT_LE(0, self->dev) TH_LOG("open /dev/pagetrace: %s", strerror(err));
+	ASSERT_EQ(1, w);
+	for (i = 0; i < n; i += 2)
+		if (pt_st_pagemap_pfn(p + i * PAGE, &now[i]))
+			now[i] = 0;
+	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
+	ASSERT_TRUE(self->t.hdr.flags & PAGETRACE_FLAG_TASKS)
+		TH_LOG("no task records (tasks=0)");
+	ASSERT_TRUE(mark_window(_metadata, &self->t, &m0, &m1, &t0, &t1));
+	back = check_given_back(_metadata, &self->t, now, n, t0, t1, getpid());
+	munmap(p, n * PAGE);
+	close(mfd);
+	free(now);
+	TH_LOG("%s: compaction gave back %zu targets", variant->hook, back);
+	if (!back)
+		SKIP(return, "no migration of a pinned page failed");
 }
 
 TEST_HARNESS_MAIN
