@@ -169,10 +169,12 @@ static void *pt_call_data(const struct rethook *rh)
  *
  * It fills the NULL slots of page_array, or adds pages at the head of
  * page_list.  At entry we note which slots are empty (the first
- * PT_BULK_SLOTS; callers pass far fewer, and slots beyond are taken to be
- * empty) or which entry heads the list; at return everything new is ours,
- * but for a page its fallback got from the allocator, which that hook
- * reported and noted in @fallback.
+ * PT_BULK_SLOTS, more than callers pass; past them only how many pages
+ * there are) or which entry heads the list; at return everything new is
+ * ours, but for a page its fallback got from the allocator, which that
+ * hook reported and noted in @fallback.  Past PT_BULK_SLOTS, where pages
+ * were there at entry, how many are new is known but not which: that many
+ * are counted lost, none recorded twice.
  */
 #ifdef PT_BULK_HOOKS
 /* The bulk kretprobe's rethook: see "Calls in flight" above. */
@@ -224,6 +226,8 @@ int notrace pt_bulk_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	if (d->array) {
 		for (i = 0; i < min(d->nr, PT_BULK_SLOTS); i++)
 			__assign_bit(i, d->empty, !d->array[i]);
+		for (d->beyond = 0; i < d->nr; i++)
+			d->beyond += !!d->array[i];
 	} else if (d->list) {
 		d->first = d->list->next;
 	} else {
@@ -244,14 +248,19 @@ int notrace pt_bulk_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct pt_origin origin = pt_return_origin(ri, regs);
 	struct pt_bulk_data *d = (void *)ri->data;
 	struct list_head *pos;
-	int i;
+	int i, beyond = 0;
 
 	if (d->array) {
 		for (i = 0; i < d->nr; i++) {
-			if (d->array[i] &&
-			    (i >= PT_BULK_SLOTS || test_bit(i, d->empty)))
+			if (!d->array[i] || d->array[i] == d->fallback)
+				continue;
+			if (i < PT_BULK_SLOTS ? test_bit(i, d->empty) : !d->beyond)
 				pt_bulk_page(d, d->array[i], &origin);
+			else if (i >= PT_BULK_SLOTS)
+				beyond++;
 		}
+		if (beyond > d->beyond)
+			pt_emit_lost(beyond - d->beyond);
 		return 0;
 	}
 	for (pos = d->list->next, i = 0; pos != d->first && pos != d->list &&

@@ -33,7 +33,12 @@ struct pt_alloc_data {
 
 #ifdef PT_BULK_HOOKS
 /* The bulk allocator's call: see pt_bulk_entry(). */
-#define PT_BULK_SLOTS	1024
+/*
+ * Slots whose emptiness the entry notes one by one: more than the largest
+ * array a caller passes (NFS server threads fill up to RPCSVC_MAXPAGES,
+ * 1,027 with 7.x's 4 MiB payload; vmalloc() asks for 100 at a time).
+ */
+#define PT_BULK_SLOTS	2048
 
 struct pt_bulk_data {
 	struct list_head	*list;
@@ -42,6 +47,7 @@ struct pt_bulk_data {
 	struct page		*fallback;
 	unsigned int		context;	/* pt_context() of the call */
 	int			nr;
+	int			beyond;		/* pages past PT_BULK_SLOTS at entry */
 	DECLARE_BITMAP(empty, PT_BULK_SLOTS);
 };
 #endif

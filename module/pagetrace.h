@@ -373,6 +373,7 @@ void pt_emit_alloc(unsigned long pfn, unsigned long npages,
 		   const struct pt_origin *origin);
 void pt_emit_breakpoint(unsigned int type, unsigned long pfn,
 			unsigned long npages, const struct pt_origin *origin);
+void pt_emit_lost(unsigned long n);
 bool pt_open_chunk(struct pt_cpu *c, u64 now);
 void pt_close_chunk(struct pt_cpu *c, u16 flags);
 void pt_writer_fold(struct pt_cpu *c);

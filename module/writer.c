@@ -734,3 +734,34 @@ void notrace pt_emit_breakpoint(unsigned int type, unsigned long pfn,
 }
 
 NOKPROBE_SYMBOL(pt_emit_breakpoint);
+
+/**
+ * pt_emit_lost - count events a hook saw but cannot tell apart
+ * @n: how many
+ *
+ * For a hook that knows how many events happened but not which pages
+ * (pt_bulk_return()): counted lost on this CPU, as the writer counts an
+ * event it has no room for, and in the attempts, so that attempts still
+ * equal events + lost + filtered.
+ */
+void notrace pt_emit_lost(unsigned long n)
+{
+	unsigned long flags;
+	struct pt_cpu *c;
+
+	local_irq_save(flags);
+	c = this_cpu_read(pt_writer);
+	if (!c || !n)
+		goto out;
+	if (unlikely(!pt_writer_enter(c))) {
+		/* Counted one as dropped; the rest likewise. */
+		local_add(n - 1, &c->nested);
+		goto out;
+	}
+	c->stats.attempts += n;
+	c->lost += n;
+	c->stats.lost += n;
+	pt_writer_exit(c);
+out:
+	local_irq_restore(flags);
+}
