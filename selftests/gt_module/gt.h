@@ -43,6 +43,8 @@ void gt_exact(const char *op);
 void gt_bulk_array(const char *op);
 void gt_bulk_list(const char *op);
 void gt_bulk_prefilled(const char *op);
+void gt_bulk_large(const char *op);
+void gt_bulk_large_beyond(const char *op);
 void gt_bulk_single(const char *op);
 void gt_bulk_in_kprobe(const char *op);
 void gt_vmalloc(const char *op);

@@ -15,6 +15,7 @@
 #include <linux/pagemap.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
+#include <linux/slab.h>
 #include <linux/tracepoint.h>
 #include <linux/vmalloc.h>
 
@@ -212,6 +213,66 @@ free:
 	}
 }
 
+/*
+ * An array longer than the slots pagetrace's bulk hook notes one by one
+ * (PT_BULK_SLOTS in module/handlers.h, 2048), as NFS server threads pass
+ * on 7.x: every slot below holds one page of ours but for one in each 128,
+ * so that the hook must skip the 2,032 pages already there, and the 64
+ * slots past it are empty (bulk_large: each new page recorded once) or
+ * hold that page in every eighth (bulk_large_beyond: how many are new
+ * there is known, not which: "alloc-or-lost", recorded once or counted
+ * lost).
+ */
+#define GT_BULK_NOTED	2048
+#define GT_BULK_LARGE	(GT_BULK_NOTED + 64)
+
+static void gt_bulk_large_fill(const char *op, bool beyond)
+{
+	struct page **pages, *page;
+	unsigned long i, pfn;
+	u64 t0, t1;
+
+	pages = kvcalloc(GT_BULK_LARGE, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return gt_skip(op, "no memory for the array");
+	GT_TIMED(page = alloc_page(GFP_KERNEL));
+	if (!page) {
+		kvfree(pages);
+		return gt_skip(op, "alloc_page failed");
+	}
+	pfn = page_to_pfn(page);
+	gt_event(op, "alloc", pfn, 1, t0, t1);
+	for (i = 0; i < GT_BULK_LARGE; i++)
+		if (i < GT_BULK_NOTED ? i % 128 != 1 : beyond && !(i % 8))
+			pages[i] = page;
+	GT_TIMED((void)gt_bulk_fill(GFP_KERNEL, GT_BULK_LARGE, pages));
+	for (i = 0; i < GT_BULK_LARGE; i++) {
+		if (!pages[i] || pages[i] == page)
+			continue;
+		gt_event(op, i < GT_BULK_NOTED || !beyond ? "alloc" : "alloc-or-lost",
+			 page_to_pfn(pages[i]), 1, t0, t1);
+	}
+	for (i = 0; i < GT_BULK_LARGE; i++) {
+		if (!pages[i] || pages[i] == page)
+			continue;
+		GT_TIMED(__free_page(pages[i]));
+		gt_event(op, "free", page_to_pfn(pages[i]), 1, t0, t1);
+	}
+	GT_TIMED(__free_page(page));
+	gt_event(op, "free", pfn, 1, t0, t1);
+	kvfree(pages);
+}
+
+void gt_bulk_large(const char *op)
+{
+	gt_bulk_large_fill(op, false);
+}
+
+void gt_bulk_large_beyond(const char *op)
+{
+	gt_bulk_large_fill(op, true);
+}
+
 /* One missing page: the bulk allocator falls back to __alloc_pages(). */
 void gt_bulk_single(const char *op)
 {
@@ -299,6 +360,8 @@ void gt_bulk_array(const char *op)
 }
 
 void gt_bulk_prefilled(const char *op) { gt_bulk_array(op); }
+void gt_bulk_large(const char *op) { gt_bulk_array(op); }
+void gt_bulk_large_beyond(const char *op) { gt_bulk_array(op); }
 void gt_bulk_single(const char *op) { gt_bulk_array(op); }
 void gt_bulk_in_kprobe(const char *op) { gt_bulk_array(op); }
 #endif

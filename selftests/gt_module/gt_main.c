@@ -14,6 +14,8 @@
  * Report lines:
  *   <op> <alloc|free> pfn=<pfn> npages=<n> t0=<ns> t1=<ns>
  *   <op> alloc-cover ...       one allocation that covers the range
+ *   <op> alloc-or-lost ...     one allocation, or none and counted lost
+ *                              (bulk_large_beyond)
  *   <op> unseen pfn=<pfn>      a page allocated where the trace cannot see
  *                              it (bulk_in_kprobe): its free alone is listed
  *   <op> skip <reason>         the allocation itself failed (no memory),
@@ -94,6 +96,8 @@ static const struct gt_op {
 	{ "bulk_array",		gt_bulk_array },
 	{ "bulk_list",		gt_bulk_list },
 	{ "bulk_prefilled",	gt_bulk_prefilled },
+	{ "bulk_large",		gt_bulk_large },
+	{ "bulk_large_beyond",	gt_bulk_large_beyond },
 	{ "bulk_single",	gt_bulk_single },
 	{ "bulk_in_kprobe",	gt_bulk_in_kprobe },
 	{ "vmalloc",		gt_vmalloc },
