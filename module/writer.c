@@ -414,6 +414,31 @@ lost:
 }
 
 /*
+ * The slow path's body, for the two out-of-line copies below; @frame is
+ * the copy's own frame, @hc whose context the event is of (a constant).
+ */
+static __always_inline void pt_emit_slow_body(struct pt_cpu *c,
+					      unsigned int type,
+					      unsigned long pfn,
+					      unsigned long npages,
+					      const struct pt_origin *origin,
+					      unsigned long flags,
+					      const unsigned long *frame,
+					      enum pt_hook_ctx hc)
+{
+	/*
+	 * A CPU that left the TSC (pt_writer_leave_tsc()) may still get an
+	 * event from the TSC's fast path, with a TSC time, until every
+	 * caller that tested the static key before it went off is done
+	 * (pt_writer_settle_clock()); @end 0 sends each such event here.
+	 */
+	pt_write(c, type, pfn, npages, origin, frame,
+		 unlikely(c->clock_local) ? local_clock() : c->now, hc);
+	pt_writer_exit(c);
+	local_irq_restore(flags);
+}
+
+/*
  * Everything unusual, out of line so that the fast path saves no register
  * for a call.  Entered by a tail call with interrupts off (@flags is what
  * they were before), which it restores; @c->now holds the event's time.
@@ -433,17 +458,8 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 					  const struct pt_origin *origin,
 					  unsigned long flags)
 {
-	/*
-	 * A CPU that left the TSC (pt_writer_leave_tsc()) may still get an
-	 * event from the TSC's fast path, with a TSC time, until every
-	 * caller that tested the static key before it went off is done
-	 * (pt_writer_settle_clock()); @end 0 sends each such event here.
-	 */
-	pt_write(c, type, pfn, npages, origin, __builtin_frame_address(0),
-		 unlikely(c->clock_local) ? local_clock() : c->now,
-		 PT_HOOK_CTX_OWN);
-	pt_writer_exit(c);
-	local_irq_restore(flags);
+	pt_emit_slow_body(c, type, pfn, npages, origin, flags,
+			  __builtin_frame_address(0), PT_HOOK_CTX_OWN);
 }
 
 NOKPROBE_SYMBOL(pt_emit_slow);
@@ -459,11 +475,8 @@ pt_emit_slow_breakpoint(struct pt_cpu *c, unsigned int type,
 			unsigned long pfn, unsigned long npages,
 			const struct pt_origin *origin, unsigned long flags)
 {
-	pt_write(c, type, pfn, npages, origin, __builtin_frame_address(0),
-		 unlikely(c->clock_local) ? local_clock() : c->now,
-		 PT_HOOK_CTX_BREAKPOINT);
-	pt_writer_exit(c);
-	local_irq_restore(flags);
+	pt_emit_slow_body(c, type, pfn, npages, origin, flags,
+			  __builtin_frame_address(0), PT_HOOK_CTX_BREAKPOINT);
 }
 
 NOKPROBE_SYMBOL(pt_emit_slow_breakpoint);

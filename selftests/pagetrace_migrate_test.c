@@ -267,6 +267,45 @@ static int sysctl_swap(const char *path, char *buf, size_t len, const char *val)
 
 #define PROACTIVENESS	"/proc/sys/vm/compaction_proactiveness"
 
+/* The PFNs of the kept (even) pages of @p's @n, 0 where there is none. */
+static void kept_pfns(const char *p, size_t n, uint64_t *now)
+{
+	size_t i;
+
+	for (i = 0; i < n; i += 2)
+		if (pt_st_pagemap_pfn(p + i * PAGE, &now[i]))
+			now[i] = 0;
+}
+
+/*
+ * Compact every zone, in a session of its own: open *@dev, write @fd
+ * (/proc/sys/vm/compact_memory) between marks @m0 and @m1, close @fd and
+ * put proactive compaction back to @proactive (if @restore).  Returns 0,
+ * or -errno of the open or the write; in *@ns how long the write took.
+ */
+static int compact_in_session(int fd, int *dev, struct pt_st_mark *m0,
+			      struct pt_st_mark *m1, bool restore,
+			      const char *proactive, uint64_t *ns)
+{
+	char ignored[32];
+	uint64_t mono;
+	int err = 0;
+
+	*dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
+	if (*dev < 0)
+		err = -errno;
+	mono = pt_st_mono_ns();
+	pt_st_mark(m0);
+	if (!err && write(fd, "1", 1) != 1)
+		err = -errno;
+	pt_st_mark(m1);
+	*ns = pt_st_mono_ns() - mono;
+	close(fd);
+	if (restore)
+		sysctl_swap(PROACTIVENESS, ignored, sizeof(ignored), proactive);
+	return err;
+}
+
 /*
  * Compaction moves movable pages towards the end of the zone: whatever of
  * ours it moved must show the new page's allocation (compaction's own:
@@ -285,12 +324,11 @@ TEST_F_TIMEOUT(mig, compaction, 300)
 {
 	const size_t n = 16384;		/* 64 MiB, every other page kept */
 	uint64_t *old = calloc(n, sizeof(*old)), *now = calloc(n, sizeof(*now));
-	char proactive[32], ignored[32];
+	char proactive[32];
 	bool restore;
-	uint64_t t0, t1, mono0, mono1;
+	uint64_t t0, t1, ns;
 	struct pt_st_mark m0 = { 0 }, m1 = { 0 };
 	size_t i, moved;
-	ssize_t w;
 	char *p;
 	int fd, err;
 
@@ -307,21 +345,11 @@ TEST_F_TIMEOUT(mig, compaction, 300)
 		old[i] = 0;
 	}
 	close(self->dev);
-	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
-	err = errno;
-	mono0 = pt_st_mono_ns();
-	pt_st_mark(&m0);
-	w = self->dev < 0 ? -1 : write(fd, "1", 1);
-	pt_st_mark(&m1);
-	mono1 = pt_st_mono_ns();
-	close(fd);
-	if (restore)
-		sysctl_swap(PROACTIVENESS, ignored, sizeof(ignored), proactive);
-	ASSERT_LE(0, self->dev) TH_LOG("open /dev/pagetrace: %s", strerror(err));
-	ASSERT_EQ(1, w);
-	for (i = 0; i < n; i += 2)
-		if (pt_st_pagemap_pfn(p + i * PAGE, &now[i]))
-			now[i] = 0;
+	err = compact_in_session(fd, &self->dev, &m0, &m1, restore, proactive,
+				 &ns);
+	ASSERT_EQ(0, err) TH_LOG("open /dev/pagetrace, or compact: %s",
+				 strerror(-err));
+	kept_pfns(p, n, now);
 	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
 	munmap(p, n * PAGE);
 	ASSERT_TRUE(mark_window(_metadata, &self->t, &m0, &m1, &t0, &t1));
@@ -331,7 +359,7 @@ TEST_F_TIMEOUT(mig, compaction, 300)
 	free(old);
 	free(now);
 	TH_LOG("compaction moved %zu of our %zu pages in %.1f s", moved, n / 2,
-	       (mono1 - mono0) / 1e9);
+	       ns / 1e9);
 	if (!moved)
 		SKIP(return, "compaction moved none of our pages");
 }
@@ -533,12 +561,11 @@ TEST_F_TIMEOUT(pinned, target_given_back, 300)
 {
 	const size_t n = 2 * PIPES * PIPE_PAGES; /* 128 MiB of shmem */
 	uint64_t *now = calloc(n, sizeof(*now));
-	char proactive[32], ignored[32];
+	char proactive[32];
 	struct pt_st_mark m0 = { 0 }, m1 = { 0 };
-	uint64_t t0, t1;
+	uint64_t t0, t1, ns;
 	size_t i, k, back;
 	bool restore;
-	ssize_t w;
 	int fd, mfd, err;
 	char *p;
 
@@ -573,20 +600,16 @@ TEST_F_TIMEOUT(pinned, target_given_back, 300)
 					 PAGE, 0));
 		}
 	}
+	/*
+	 * Proactive compaction off only now, past the asserts: our pages
+	 * cannot move before the window, and kcompactd's targets are not ours.
+	 */
 	restore = !sysctl_swap(PROACTIVENESS, proactive, sizeof(proactive), "0");
-	self->dev = open("/dev/pagetrace", O_RDONLY | O_CLOEXEC);
-	err = errno;
-	pt_st_mark(&m0);
-	w = self->dev < 0 ? -1 : write(fd, "1", 1);
-	pt_st_mark(&m1);
-	close(fd);
-	if (restore)
-		sysctl_swap(PROACTIVENESS, ignored, sizeof(ignored), proactive);
-	ASSERT_LE(0, self->dev) TH_LOG("open /dev/pagetrace: %s", strerror(err));
-	ASSERT_EQ(1, w);
-	for (i = 0; i < n; i += 2)
-		if (pt_st_pagemap_pfn(p + i * PAGE, &now[i]))
-			now[i] = 0;
+	err = compact_in_session(fd, &self->dev, &m0, &m1, restore, proactive,
+				 &ns);
+	ASSERT_EQ(0, err) TH_LOG("open /dev/pagetrace, or compact: %s",
+				 strerror(-err));
+	kept_pfns(p, n, now);
 	ASSERT_EQ(0, pt_st_collect(self->dev, &self->t)) TH_LOG("%s", self->t.err);
 	ASSERT_TRUE(self->t.hdr.flags & PAGETRACE_FLAG_TASKS)
 		TH_LOG("no task records (tasks=0)");
@@ -595,7 +618,8 @@ TEST_F_TIMEOUT(pinned, target_given_back, 300)
 	munmap(p, n * PAGE);
 	close(mfd);
 	free(now);
-	TH_LOG("%s: compaction gave back %zu targets", variant->hook, back);
+	TH_LOG("%s: compaction gave back %zu targets in %.1f s", variant->hook,
+	       back, ns / 1e9);
 	if (!back)
 		SKIP(return, "no migration of a pinned page failed");
 }
