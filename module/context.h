@@ -64,20 +64,24 @@ static __always_inline unsigned int pt_probed_context(void)
  * constant wherever the writer is inlined, so that the tracepoints' path
  * tests nothing more.
  */
-enum pt_hook_ctx {
-	PT_HOOK_CTX_OWN,
-	PT_HOOK_CTX_BREAKPOINT,
+enum pt_event_ctx {
+	PT_CTX_HOOK,
+	PT_CTX_STOPPED,
 };
 
 /*
- * pt_in_task() of the code an event's hook reports on.  A breakpoint's
- * handler runs as an NMI of its own, one level above the code it stopped
- * (pt_probed_context()): a reclaiming task's free seen there is still the
- * task's, and its reclaim, and a cgroup filter keeps it.
+ * pt_in_task() of the code an event's hook reports on.  On x86 a kprobe's
+ * breakpoint enters exc_int3(), which for kernel code runs the handler
+ * under irqentry_nmi_enter(): one NMI level (and its hardirq count) above
+ * the code it stopped, which pt_probed_context() takes off, so that a
+ * reclaiming task's free seen there is still the task's, and a reclaim,
+ * and a cgroup filter keeps it.  pt_probed_context() tests in_nmi() first:
+ * a breakpoint kprobe whose address another user's optimized probe
+ * shares may, for a moment, be run from the jump (no NMI) instead.
  */
-static __always_inline bool pt_hooked_in_task(enum pt_hook_ctx hc)
+static __always_inline bool pt_event_in_task(enum pt_event_ctx ctx)
 {
-	if (hc == PT_HOOK_CTX_BREAKPOINT)
+	if (ctx == PT_CTX_STOPPED)
 		return !(pt_probed_context() &
 			 (NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET));
 	return pt_in_task();

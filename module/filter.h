@@ -156,17 +156,17 @@ pt_filter_keeps_page(const struct pt_filter_fast *ff, unsigned long pfn)
  * No rcu_read_lock(): the hooks run with interrupts off, which is an RCU
  * read-side critical section for every flavour of RCU, and css_sets and
  * cgroups are freed only after a grace period.  Task context only (of the
- * code the hook reports on: pt_hooked_in_task()): an interrupt's task is
+ * code the hook reports on: pt_event_in_task()): an interrupt's task is
  * whoever it interrupted.
  */
 static __always_inline bool
-pt_filter_keeps_task(const struct pt_filter_fast *ff, enum pt_hook_ctx hc)
+pt_filter_keeps_task(const struct pt_filter_fast *ff, enum pt_event_ctx ctx)
 {
 	struct cgroup *cgrp;
 
 	/* rcu_read_lock_sched_held(), as task_css_set_check() accepts. */
 	lockdep_assert_irqs_disabled();
-	if (!pt_hooked_in_task(hc))
+	if (!pt_event_in_task(ctx))
 		return false;
 	cgrp = task_dfl_cgroup(current);
 	return likely(cgrp == ff->cgrp) || cgroup_is_descendant(cgrp, ff->cgrp);
@@ -179,7 +179,7 @@ pt_filter_keeps_task(const struct pt_filter_fast *ff, enum pt_hook_ctx hc)
 static __always_inline bool
 pt_filter_keeps_several(const struct pt_filter_fast *ff, unsigned int type,
 			unsigned long pfn, unsigned long npages,
-			enum pt_hook_ctx hc)
+			enum pt_event_ctx ctx)
 {
 	const struct pt_filter *f = ff->several;
 
@@ -192,7 +192,7 @@ pt_filter_keeps_several(const struct pt_filter_fast *ff, unsigned int type,
 	OPTIMIZER_HIDE_VAR(npages);
 	return pt_filter_keeps_order(f->keep_several, type, npages) &&
 	       (!(f->tests & PT_FILTER_NODES) || pt_filter_keeps_page(ff, pfn)) &&
-	       (!(f->tests & PT_FILTER_CGROUP) || pt_filter_keeps_task(ff, hc));
+	       (!(f->tests & PT_FILTER_CGROUP) || pt_filter_keeps_task(ff, ctx));
 }
 
 /**
@@ -202,7 +202,7 @@ pt_filter_keeps_several(const struct pt_filter_fast *ff, unsigned int type,
  * @type: PAGETRACE_EV_ALLOC, _FREE or _RECLAIM
  * @pfn: its first page
  * @npages: its pages, at least 1
- * @hc: whose context the event is of, for a cgroup filter (a constant)
+ * @ctx: whose context the event is of, for a cgroup filter (a constant)
  *
  * Called from the hot path, interrupts off, in any context.  One compare
  * of @kind, which the caller keeps in the writer's first cache line,
@@ -224,14 +224,14 @@ static __always_inline bool pt_filter_keeps(const struct pt_filter_fast *ff,
 					    unsigned int type,
 					    unsigned long pfn,
 					    unsigned long npages,
-					    enum pt_hook_ctx hc)
+					    enum pt_event_ctx ctx)
 {
 	/*
 	 * One compare of @kind with PT_FILTER_FIRST_CGROUP, then its flags.
 	 * The ifs, not returns of the tests: they compile to bare branches.
 	 */
 	if (kind == PT_FILTER_FIRST_CGROUP) {
-		if (pt_filter_keeps_task(ff, hc))
+		if (pt_filter_keeps_task(ff, ctx))
 			return true;
 		return false;
 	}
@@ -240,7 +240,7 @@ static __always_inline bool pt_filter_keeps(const struct pt_filter_fast *ff,
 			return true;
 		if (likely(!ff->several))
 			return false;
-		return pt_filter_keeps_several(ff, type, pfn, npages, hc);
+		return pt_filter_keeps_several(ff, type, pfn, npages, ctx);
 	}
 	if (likely(pt_filter_keeps_page(ff, pfn)))
 		return true;

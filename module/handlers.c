@@ -71,14 +71,14 @@ static void pt_check_free(struct page *page)
 }
 
 /*
- * Reclaim when the freeing task is reclaiming memory; see above.  @hc:
+ * Reclaim when the freeing task is reclaiming memory; see above.  @ctx:
  * whose context the free is of (context.h).
  */
-static __always_inline unsigned int pt_free_type_of(enum pt_hook_ctx hc)
+static __always_inline unsigned int pt_free_type_ctx(enum pt_event_ctx ctx)
 {
 	unsigned int flags;
 
-	if (!pt_hooked_in_task(hc))
+	if (!pt_event_in_task(ctx))
 		return PAGETRACE_EV_FREE;
 	if (READ_ONCE(current->reclaim_state))
 		return PAGETRACE_EV_RECLAIM;
@@ -91,7 +91,7 @@ static __always_inline unsigned int pt_free_type_of(enum pt_hook_ctx hc)
 /* The tracepoint's, inlined or not as the compiler likes. */
 static unsigned int pt_free_type(void)
 {
-	return pt_free_type_of(PT_HOOK_CTX_OWN);
+	return pt_free_type_ctx(PT_CTX_HOOK);
 }
 
 static void pt_free_page(struct page *page, unsigned int order)
@@ -105,17 +105,20 @@ static void pt_free_page(struct page *page, unsigned int order)
  * breakpoint (hooks.c keeps the kprobe core from optimizing it into a
  * jump), whose handler runs as an NMI.
  */
-static enum pt_hook_ctx pt_kprobe_ctx(struct kprobe *p)
+static enum pt_event_ctx pt_kprobe_ctx(struct kprobe *p)
 {
-	return kprobe_ftrace(p) ? PT_HOOK_CTX_OWN : PT_HOOK_CTX_BREAKPOINT;
+	return kprobe_ftrace(p) ? PT_CTX_HOOK : PT_CTX_STOPPED;
 }
 
-/* pt_emit() or pt_emit_alloc() for a kprobe's hit, of its context. */
-static void pt_kprobe_emit(enum pt_hook_ctx hc, unsigned int type,
+/*
+ * pt_emit() or pt_emit_alloc() for a kprobe's hit, of its context.  Only
+ * allocations carry @origin: it is for their sampled stacks.
+ */
+static void pt_kprobe_emit(enum pt_event_ctx ctx, unsigned int type,
 			   unsigned long pfn, unsigned long npages,
 			   const struct pt_origin *origin)
 {
-	if (hc == PT_HOOK_CTX_BREAKPOINT)
+	if (ctx == PT_CTX_STOPPED)
 		pt_emit_breakpoint(type, pfn, npages, origin);
 	else if (type == PAGETRACE_EV_ALLOC)
 		pt_emit_alloc(pfn, npages, origin);
@@ -408,12 +411,12 @@ int notrace pt_contig_return(struct kretprobe_instance *ri, struct pt_regs *regs
 int notrace pt_split_map_pages(struct kprobe *p, struct pt_regs *regs)
 {
 	struct list_head *list = (void *)regs_get_kernel_argument(regs, 0);
-	enum pt_hook_ctx hc = pt_kprobe_ctx(p);
+	enum pt_event_ctx ctx = pt_kprobe_ctx(p);
 	struct pt_origin origin = { regs };
 	struct page *page;
 
 	list_for_each_entry(page, list, lru)
-		pt_kprobe_emit(hc, PAGETRACE_EV_ALLOC, page_to_pfn(page),
+		pt_kprobe_emit(ctx, PAGETRACE_EV_ALLOC, page_to_pfn(page),
 			       1UL << page_private(page), &origin);
 	return 0;
 }
@@ -448,14 +451,14 @@ int notrace pt_compact_target(struct kretprobe_instance *ri, struct pt_regs *reg
 int notrace pt_release_free_list(struct kprobe *p, struct pt_regs *regs)
 {
 	struct list_head *lists = (void *)regs_get_kernel_argument(regs, 0);
-	enum pt_hook_ctx hc = pt_kprobe_ctx(p);
+	enum pt_event_ctx ctx = pt_kprobe_ctx(p);
 	struct pt_origin origin = { regs };
 	struct page *page;
 	unsigned int order;
 
 	for (order = 0; order < NR_PAGE_ORDERS; order++)
 		list_for_each_entry(page, &lists[order], lru)
-			pt_kprobe_emit(hc, PAGETRACE_EV_ALLOC,
+			pt_kprobe_emit(ctx, PAGETRACE_EV_ALLOC,
 				       page_to_pfn(page), 1UL << order,
 				       &origin);
 	return 0;
@@ -481,10 +484,10 @@ int notrace pt_compact_alloc(struct kprobe *p, struct pt_regs *regs)
 static void pt_kp_free_page(struct kprobe *p, struct page *page,
 			    unsigned int order)
 {
-	enum pt_hook_ctx hc = pt_kprobe_ctx(p);
+	enum pt_event_ctx ctx = pt_kprobe_ctx(p);
 
 	pt_check_free(page);
-	pt_kprobe_emit(hc, pt_free_type_of(hc), page_to_pfn(page), 1UL << order,
+	pt_kprobe_emit(ctx, pt_free_type_ctx(ctx), page_to_pfn(page), 1UL << order,
 		       NULL);
 }
 
@@ -551,13 +554,13 @@ int notrace pt_free_pcp_fpi(struct kprobe *p, struct pt_regs *regs)
 int notrace pt_free_folios(struct kprobe *p, struct pt_regs *regs)
 {
 	struct folio_batch *fb = (void *)regs_get_kernel_argument(regs, 0);
-	enum pt_hook_ctx hc = pt_kprobe_ctx(p);
-	unsigned int type = pt_free_type_of(hc);
+	enum pt_event_ctx ctx = pt_kprobe_ctx(p);
+	unsigned int type = pt_free_type_ctx(ctx);
 	unsigned int i;
 
 	for (i = 0; i < folio_batch_count(fb); i++) {
 		pt_check_free(&fb->folios[i]->page);
-		pt_kprobe_emit(hc, type, folio_pfn(fb->folios[i]),
+		pt_kprobe_emit(ctx, type, folio_pfn(fb->folios[i]),
 			       folio_nr_pages(fb->folios[i]), NULL);
 	}
 	return 0;

@@ -263,9 +263,11 @@ static bool pt_reserve(struct pt_cpu *c, u64 now, unsigned int need)
  * The events from here on belong to @owner: write a task record, preceded
  * by the slices of its name unless this chunk named @owner already (as far
  * as the direct-mapped cache remembers).  The caller reserved
- * PT_TASK_WORDS.  @owner != 0 means we are in task context, so current is
- * its thread; the name is its group leader's comm, which RCU (we run with
- * interrupts off) keeps valid even if an exec changes the leader meanwhile.
+ * PT_TASK_WORDS.  @owner != 0 means the event is of task context, so
+ * current is its thread (in a breakpoint's NMI too: the task it stopped);
+ * the name is its group leader's comm, which RCU (we run with interrupts
+ * off, or in that NMI) keeps valid even if an exec changes the leader
+ * meanwhile.
  * It is copied without task_lock() (a spinlock, which sleeps on RT): a
  * racing rename may tear it, but the slices are cut from one
  * NUL-terminated copy, so their count and bytes agree.
@@ -296,11 +298,11 @@ static noinline void pt_write_task(struct pt_cpu *c, u32 owner)
  * The tgid of the task an event is of: 0 outside task context (NMI, hard
  * or soft interrupt; on PREEMPT_RT most interrupt handlers run in threads:
  * their events are their thread's), the context being the code's the hook
- * reports on (@hc).  See pt_in_task() for its form.
+ * reports on (@ctx).  See pt_in_task() for its form.
  */
-static __always_inline u32 pt_event_tgid(enum pt_hook_ctx hc)
+static __always_inline u32 pt_event_tgid(enum pt_event_ctx ctx)
 {
-	if (pt_hooked_in_task(hc))
+	if (pt_event_in_task(ctx))
 		return current->tgid;
 	return 0;
 }
@@ -334,7 +336,7 @@ static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 				     unsigned long pfn, unsigned long npages,
 				     const struct pt_origin *origin,
 				     const unsigned long *frame, u64 now,
-				     enum pt_hook_ctx hc)
+				     enum pt_event_ctx ctx)
 {
 	unsigned int need = npages > PAGETRACE_NPAGES_MAX ? 2 : 1;
 	unsigned int extra = 0;
@@ -352,13 +354,14 @@ static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 
 	/*
 	 * With task records on, the owner of this event: interrupts (hard,
-	 * soft, NMI) belong to the kernel, 0.  A change needs room for a name
+	 * soft, NMI) belong to the kernel, 0, but for a breakpoint's NMI,
+	 * whose events are of the code it stopped (@ctx).  A change needs room for a name
 	 * and a task record, reserved with the event so that no rotation
 	 * comes between them; a rotation resets c->task, and a fresh buffer
 	 * has room for them in any case.
 	 */
 	if (c->tasks) {
-		owner = pt_event_tgid(hc);
+		owner = pt_event_tgid(ctx);
 		if (unlikely(owner != c->task))
 			extra = PT_TASK_WORDS;
 	}
@@ -415,7 +418,7 @@ lost:
 
 /*
  * The slow path's body, for the two out-of-line copies below; @frame is
- * the copy's own frame, @hc whose context the event is of (a constant).
+ * the copy's own frame, @ctx whose context the event is of (a constant).
  */
 static __always_inline void pt_emit_slow_body(struct pt_cpu *c,
 					      unsigned int type,
@@ -424,7 +427,7 @@ static __always_inline void pt_emit_slow_body(struct pt_cpu *c,
 					      const struct pt_origin *origin,
 					      unsigned long flags,
 					      const unsigned long *frame,
-					      enum pt_hook_ctx hc)
+					      enum pt_event_ctx ctx)
 {
 	/*
 	 * A CPU that left the TSC (pt_writer_leave_tsc()) may still get an
@@ -433,7 +436,7 @@ static __always_inline void pt_emit_slow_body(struct pt_cpu *c,
 	 * (pt_writer_settle_clock()); @end 0 sends each such event here.
 	 */
 	pt_write(c, type, pfn, npages, origin, frame,
-		 unlikely(c->clock_local) ? local_clock() : c->now, hc);
+		 unlikely(c->clock_local) ? local_clock() : c->now, ctx);
 	pt_writer_exit(c);
 	local_irq_restore(flags);
 }
@@ -459,24 +462,24 @@ static noinline void notrace pt_emit_slow(struct pt_cpu *c, unsigned int type,
 					  unsigned long flags)
 {
 	pt_emit_slow_body(c, type, pfn, npages, origin, flags,
-			  __builtin_frame_address(0), PT_HOOK_CTX_OWN);
+			  __builtin_frame_address(0), PT_CTX_HOOK);
 }
 
 NOKPROBE_SYMBOL(pt_emit_slow);
 
 /*
  * pt_emit_slow() for the events of breakpoint kprobes, whose task is the
- * stopped code's (pt_hooked_in_task()): a function of its own, not a flag
+ * stopped code's (pt_event_in_task()): a function of its own, not a flag
  * in an argument, so that the other hooks' slow path tests nothing more.
- * Its frame is not unwound: a breakpoint's event has the registers.
+ * No frame: a breakpoint's allocation has the registers to unwind from.
  */
 static noinline void notrace
 pt_emit_slow_breakpoint(struct pt_cpu *c, unsigned int type,
 			unsigned long pfn, unsigned long npages,
 			const struct pt_origin *origin, unsigned long flags)
 {
-	pt_emit_slow_body(c, type, pfn, npages, origin, flags,
-			  __builtin_frame_address(0), PT_HOOK_CTX_BREAKPOINT);
+	pt_emit_slow_body(c, type, pfn, npages, origin, flags, NULL,
+			  PT_CTX_STOPPED);
 }
 
 NOKPROBE_SYMBOL(pt_emit_slow_breakpoint);
@@ -591,13 +594,13 @@ void pt_writers_clear(void)
  *
  * Interrupts are off from the pointer's load to the word's store (see the
  * top of this file); the tail call carries that window into the slow path.
- * @tsc and @hc (whose context the event is of: context.h) are constants
- * in every caller but pt_emit_breakpoint().
+ * @ctx (whose context the event is of: context.h) is a constant in every
+ * caller, and @tsc in every caller but pt_emit_breakpoint().
  */
 static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 					  unsigned long npages,
 					  const struct pt_origin *origin,
-					  bool tsc, enum pt_hook_ctx hc)
+					  bool tsc, enum pt_event_ctx ctx)
 {
 	struct pt_cpu *c;
 	unsigned long flags;
@@ -624,7 +627,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 	 */
 	if (unlikely(c->checks & PT_CHECK_FILTER) &&
 	    !pt_filter_keeps(&c->filter_fast, c->filter_kind, type, pfn,
-			     npages, hc)) {
+			     npages, ctx)) {
 		c->stats.filtered++;
 		goto done;
 	}
@@ -637,7 +640,7 @@ static __always_inline void pt_emit_event(unsigned int type, unsigned long pfn,
 		     npages > PAGETRACE_NPAGES_MAX ||
 		     pfn > PAGETRACE_PFN_MAX - PAGETRACE_NPAGES_MAX))
 		goto slow;
-	if (likely(c->tasks) && unlikely(pt_event_tgid(hc) != c->task))
+	if (likely(c->tasks) && unlikely(pt_event_tgid(ctx) != c->task))
 		goto slow;
 	/*
 	 * Sampled stacks count allocated pages down to the next sample; the
@@ -662,7 +665,7 @@ out:
 	return;
 slow:
 	c->now = now;
-	if (hc == PT_HOOK_CTX_BREAKPOINT)
+	if (ctx == PT_CTX_STOPPED)
 		pt_emit_slow_breakpoint(c, type, pfn, npages, origin, flags);
 	else
 		pt_emit_slow(c, type, pfn, npages, origin, flags);
@@ -677,7 +680,7 @@ static noinline void notrace pt_emit_local(unsigned int type,
 					   unsigned long npages,
 					   const struct pt_origin *origin)
 {
-	pt_emit_event(type, pfn, npages, origin, false, PT_HOOK_CTX_OWN);
+	pt_emit_event(type, pfn, npages, origin, false, PT_CTX_HOOK);
 }
 
 /**
@@ -695,7 +698,7 @@ void notrace pt_emit(unsigned int type, unsigned long pfn, unsigned long npages)
 	    WARN_ON_ONCE(type - 1 >= PAGETRACE_EV_RECLAIM))
 		return;
 	if (pt_clock_is_tsc())
-		pt_emit_event(type, pfn, npages, NULL, true, PT_HOOK_CTX_OWN);
+		pt_emit_event(type, pfn, npages, NULL, true, PT_CTX_HOOK);
 	else
 		pt_emit_local(type, pfn, npages, NULL);
 }
@@ -714,7 +717,7 @@ void notrace pt_emit_alloc(unsigned long pfn, unsigned long npages,
 {
 	if (pt_clock_is_tsc())
 		pt_emit_event(PAGETRACE_EV_ALLOC, pfn, npages, origin, true,
-			      PT_HOOK_CTX_OWN);
+			      PT_CTX_HOOK);
 	else
 		pt_emit_local(PAGETRACE_EV_ALLOC, pfn, npages, origin);
 }
@@ -734,6 +737,8 @@ NOKPROBE_SYMBOL(pt_emit_local);
  * would take the event for the kernel's (tgid 0), and a cgroup filter
  * would leave it out.  Only from a kprobe handler that runs from a
  * breakpoint (kprobe_ftrace() false; none is jump-optimized, hooks.c).
+ *
+ * Context: a breakpoint kprobe's handler: an NMI, interrupts off.
  */
 void notrace pt_emit_breakpoint(unsigned int type, unsigned long pfn,
 				unsigned long npages,
@@ -743,7 +748,7 @@ void notrace pt_emit_breakpoint(unsigned int type, unsigned long pfn,
 	    WARN_ON_ONCE(type - 1 >= PAGETRACE_EV_RECLAIM))
 		return;
 	pt_emit_event(type, pfn, npages, origin, pt_clock_is_tsc(),
-		      PT_HOOK_CTX_BREAKPOINT);
+		      PT_CTX_STOPPED);
 }
 
 NOKPROBE_SYMBOL(pt_emit_breakpoint);
