@@ -757,10 +757,12 @@ NOKPROBE_SYMBOL(pt_emit_breakpoint);
  * pt_emit_lost - count events a hook saw but cannot tell apart
  * @n: how many
  *
- * For a hook that knows how many events happened but not which pages
- * (pt_bulk_return()): counted lost on this CPU, as the writer counts an
- * event it has no room for, and in the attempts, so that attempts still
- * equal events + lost + filtered.
+ * For a hook that knows how many order-0 allocations happened but not
+ * which pages (pt_bulk_return()): counted lost on this CPU, as the writer
+ * counts an event it has no room for, and in the attempts, so that
+ * attempts still equal events + lost + filtered.  The session's filter is
+ * not asked (a node filter needs the pages): lost even where it would
+ * have left them out.
  */
 void notrace pt_emit_lost(unsigned long n)
 {
@@ -769,7 +771,12 @@ void notrace pt_emit_lost(unsigned long n)
 
 	local_irq_save(flags);
 	c = this_cpu_read(pt_writer);
-	if (!c || !n)
+	if (!c) {
+		/* Order-0 pages, as pt_emit_event() counts them. */
+		this_cpu_add(pt_turned_away, n);
+		goto out;
+	}
+	if (!n)
 		goto out;
 	if (unlikely(!pt_writer_enter(c))) {
 		/* Counted one as dropped; the rest likewise. */
