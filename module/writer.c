@@ -355,10 +355,10 @@ static __always_inline void pt_write(struct pt_cpu *c, unsigned int type,
 	/*
 	 * With task records on, the owner of this event: interrupts (hard,
 	 * soft, NMI) belong to the kernel, 0, but for a breakpoint's NMI,
-	 * whose events are of the code it stopped (@ctx).  A change needs room for a name
-	 * and a task record, reserved with the event so that no rotation
-	 * comes between them; a rotation resets c->task, and a fresh buffer
-	 * has room for them in any case.
+	 * whose events are of the code it stopped (@ctx).  A change needs
+	 * room for a name and a task record, reserved with the event so that
+	 * no rotation comes between them; a rotation resets c->task, and a
+	 * fresh buffer has room for them in any case.
 	 */
 	if (c->tasks) {
 		owner = pt_event_tgid(ctx);
