@@ -24,6 +24,16 @@
 #define PAGE		4096UL
 #define MPOL_MF_MOVE	(1 << 1)
 
+/* Whether @ev is of @type, covers @pfn (with @npages_want, if not 0), in [t0, t1]. */
+static bool covers(const struct pgtrace_event *ev, unsigned int type,
+		   uint64_t pfn, uint64_t npages_want, uint64_t t0, uint64_t t1)
+{
+	return ev->type == type && pfn >= ev->pfn &&
+	       pfn < ev->pfn + ev->npages &&
+	       (!npages_want || ev->npages == npages_want) &&
+	       ev->time_ns + 256 >= t0 && ev->time_ns <= t1;
+}
+
 /* Events of @type covering @pfn with time in [t0, t1]. */
 static size_t count_covering(const struct pt_st_trace *t, unsigned int type,
 			     uint64_t pfn, uint64_t npages_want, uint64_t t0,
@@ -31,18 +41,22 @@ static size_t count_covering(const struct pt_st_trace *t, unsigned int type,
 {
 	size_t i, n = 0;
 
-	for (i = 0; i < t->nr; i++) {
-		const struct pgtrace_event *ev = &t->ev[i];
-
-		if (ev->type != type || pfn < ev->pfn ||
-		    pfn >= ev->pfn + ev->npages)
-			continue;
-		if (npages_want && ev->npages != npages_want)
-			continue;
-		if (ev->time_ns + 256 >= t0 && ev->time_ns <= t1)
-			n++;
-	}
+	for (i = 0; i < t->nr; i++)
+		n += covers(&t->ev[i], type, pfn, npages_want, t0, t1);
 	return n;
+}
+
+/* The first such event, or NULL. */
+static const struct pgtrace_event *
+first_covering(const struct pt_st_trace *t, unsigned int type, uint64_t pfn,
+	       uint64_t t0, uint64_t t1)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr; i++)
+		if (covers(&t->ev[i], type, pfn, 0, t0, t1))
+			return &t->ev[i];
+	return NULL;
 }
 
 static int nr_nodes(void)
@@ -120,32 +134,28 @@ static void check_move_tasks(struct __test_metadata *_metadata,
 			     const uint64_t *now, size_t n, uint64_t t0,
 			     uint64_t t1, int64_t tgid)
 {
-	size_t i, j, ours = 0, kernel = 0, other = 0;
+	size_t i, ours = 0, kernel = 0, other = 0;
 	int64_t other_task = 0;
 
 	if (!(t->hdr.flags & PAGETRACE_FLAG_TASKS))
 		return;
 	for (i = 0; i < n; i++) {
+		const struct pgtrace_event *ev;
+
 		if (!old[i] || !now[i] || old[i] == now[i])
 			continue;
-		for (j = 0; j < t->nr; j++) {
-			const struct pgtrace_event *ev = &t->ev[j];
-
-			if (ev->type != PGTRACE_EV_ALLOC || now[i] < ev->pfn ||
-			    now[i] >= ev->pfn + ev->npages ||
-			    ev->time_ns + 256 < t0 || ev->time_ns > t1)
-				continue;
-			if (ev->task == tgid) {
-				ours++;
-			} else if (ev->task <= 0) {
-				if (kernel++ < 5)
-					TH_LOG("page %zu: %#" PRIx64 " allocated by task %" PRId64,
-					       i, now[i], ev->task);
-			} else {
-				other++;
-				other_task = ev->task;
-			}
-			break;
+		ev = first_covering(t, PGTRACE_EV_ALLOC, now[i], t0, t1);
+		if (!ev)
+			continue;	/* check_moves() reports it */
+		if (ev->task == tgid) {
+			ours++;
+		} else if (ev->task <= 0) {
+			if (kernel++ < 5)
+				TH_LOG("page %zu: %#" PRIx64 " allocated by task %" PRId64,
+				       i, now[i], ev->task);
+		} else {
+			other++;
+			other_task = ev->task;
 		}
 	}
 	TH_LOG("moved pages' allocations: %zu ours, %zu another task's (%" PRId64 "), %zu the kernel's",
